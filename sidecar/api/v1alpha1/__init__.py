@@ -1,0 +1,1 @@
+"""Generated from proto/volcano/repack/v1alpha1 by sidecar.api.codegen."""

@@ -1,0 +1,135 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Fragmentation(_message.Message):
+    __slots__ = ("resource", "providing_nodes", "occupied_nodes", "min_occupied_nodes", "fragmentation_percent", "min_exact", "min_method", "allocated", "allocatable")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    PROVIDING_NODES_FIELD_NUMBER: _ClassVar[int]
+    OCCUPIED_NODES_FIELD_NUMBER: _ClassVar[int]
+    MIN_OCCUPIED_NODES_FIELD_NUMBER: _ClassVar[int]
+    FRAGMENTATION_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    MIN_EXACT_FIELD_NUMBER: _ClassVar[int]
+    MIN_METHOD_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATED_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATABLE_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    providing_nodes: int
+    occupied_nodes: int
+    min_occupied_nodes: int
+    fragmentation_percent: float
+    min_exact: bool
+    min_method: str
+    allocated: float
+    allocatable: float
+    def __init__(self, resource: _Optional[str] = ..., providing_nodes: _Optional[int] = ..., occupied_nodes: _Optional[int] = ..., min_occupied_nodes: _Optional[int] = ..., fragmentation_percent: _Optional[float] = ..., min_exact: _Optional[bool] = ..., min_method: _Optional[str] = ..., allocated: _Optional[float] = ..., allocatable: _Optional[float] = ...) -> None: ...
+
+class RepackStatus(_message.Message):
+    __slots__ = ("phase", "plan", "conditions")
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    phase: str
+    plan: Plan
+    conditions: _containers.RepeatedCompositeFieldContainer[Condition]
+    def __init__(self, phase: _Optional[str] = ..., plan: _Optional[_Union[Plan, _Mapping]] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ...) -> None: ...
+
+class Plan(_message.Message):
+    __slots__ = ("summary", "moves", "freed_nodes", "candidates")
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    MOVES_FIELD_NUMBER: _ClassVar[int]
+    FREED_NODES_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    summary: PlanSummary
+    moves: _containers.RepeatedCompositeFieldContainer[WorkloadMove]
+    freed_nodes: _containers.RepeatedScalarFieldContainer[str]
+    candidates: _containers.RepeatedCompositeFieldContainer[CandidateExplanation]
+    def __init__(self, summary: _Optional[_Union[PlanSummary, _Mapping]] = ..., moves: _Optional[_Iterable[_Union[WorkloadMove, _Mapping]]] = ..., freed_nodes: _Optional[_Iterable[str]] = ..., candidates: _Optional[_Iterable[_Union[CandidateExplanation, _Mapping]]] = ...) -> None: ...
+
+class PlanSummary(_message.Message):
+    __slots__ = ("frag_before_percent", "frag_after_percent", "freed_node_count", "moved_card_count", "resolved_scope", "resource")
+    FRAG_BEFORE_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    FRAG_AFTER_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    FREED_NODE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MOVED_CARD_COUNT_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_SCOPE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    frag_before_percent: int
+    frag_after_percent: int
+    freed_node_count: int
+    moved_card_count: float
+    resolved_scope: ResolvedScope
+    resource: str
+    def __init__(self, frag_before_percent: _Optional[int] = ..., frag_after_percent: _Optional[int] = ..., freed_node_count: _Optional[int] = ..., moved_card_count: _Optional[float] = ..., resolved_scope: _Optional[_Union[ResolvedScope, _Mapping]] = ..., resource: _Optional[str] = ...) -> None: ...
+
+class ResolvedScope(_message.Message):
+    __slots__ = ("pod_group_count", "node_count")
+    POD_GROUP_COUNT_FIELD_NUMBER: _ClassVar[int]
+    NODE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    pod_group_count: int
+    node_count: int
+    def __init__(self, pod_group_count: _Optional[int] = ..., node_count: _Optional[int] = ...) -> None: ...
+
+class WorkloadMove(_message.Message):
+    __slots__ = ("namespace", "pod_group_name", "owner", "cards", "pods")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    CARDS_FIELD_NUMBER: _ClassVar[int]
+    PODS_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    pod_group_name: str
+    owner: WorkloadOwner
+    cards: float
+    pods: _containers.RepeatedCompositeFieldContainer[PodMove]
+    def __init__(self, namespace: _Optional[str] = ..., pod_group_name: _Optional[str] = ..., owner: _Optional[_Union[WorkloadOwner, _Mapping]] = ..., cards: _Optional[float] = ..., pods: _Optional[_Iterable[_Union[PodMove, _Mapping]]] = ...) -> None: ...
+
+class WorkloadOwner(_message.Message):
+    __slots__ = ("api_version", "kind", "name")
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    api_version: str
+    kind: str
+    name: str
+    def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class PodMove(_message.Message):
+    __slots__ = ("name", "from_node", "to_node", "cards")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FROM_NODE_FIELD_NUMBER: _ClassVar[int]
+    TO_NODE_FIELD_NUMBER: _ClassVar[int]
+    CARDS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    from_node: str
+    to_node: str
+    cards: float
+    def __init__(self, name: _Optional[str] = ..., from_node: _Optional[str] = ..., to_node: _Optional[str] = ..., cards: _Optional[float] = ...) -> None: ...
+
+class Condition(_message.Message):
+    __slots__ = ("type", "status", "reason", "message")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    status: str
+    reason: str
+    message: str
+    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class CandidateExplanation(_message.Message):
+    __slots__ = ("node", "selected", "reason", "message")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    SELECTED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    selected: bool
+    reason: str
+    message: str
+    def __init__(self, node: _Optional[str] = ..., selected: _Optional[bool] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,144 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from sidecar.api.v1alpha1 import plan_pb2 as _plan_pb2
+from sidecar.api.v1alpha1 import snapshot_pb2 as _snapshot_pb2
+from sidecar.api.v1alpha1 import spec_pb2 as _spec_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class EvaluateRequest(_message.Message):
+    __slots__ = ("snapshot", "session_id", "resources")
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    snapshot: _snapshot_pb2.Snapshot
+    session_id: str
+    resources: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, snapshot: _Optional[_Union[_snapshot_pb2.Snapshot, _Mapping]] = ..., session_id: _Optional[str] = ..., resources: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class EvaluateResponse(_message.Message):
+    __slots__ = ("resources",)
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    resources: _containers.RepeatedCompositeFieldContainer[_plan_pb2.Fragmentation]
+    def __init__(self, resources: _Optional[_Iterable[_Union[_plan_pb2.Fragmentation, _Mapping]]] = ...) -> None: ...
+
+class PlanRequest(_message.Message):
+    __slots__ = ("snapshot", "session_id", "spec")
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    snapshot: _snapshot_pb2.Snapshot
+    session_id: str
+    spec: _spec_pb2.RepackSpec
+    def __init__(self, snapshot: _Optional[_Union[_snapshot_pb2.Snapshot, _Mapping]] = ..., session_id: _Optional[str] = ..., spec: _Optional[_Union[_spec_pb2.RepackSpec, _Mapping]] = ...) -> None: ...
+
+class PlanResponse(_message.Message):
+    __slots__ = ("status",)
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    status: _plan_pb2.RepackStatus
+    def __init__(self, status: _Optional[_Union[_plan_pb2.RepackStatus, _Mapping]] = ...) -> None: ...
+
+class FilterRequest(_message.Message):
+    __slots__ = ("snapshot", "session_id", "task_uid", "task", "nodes")
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_UID_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    snapshot: _snapshot_pb2.Snapshot
+    session_id: str
+    task_uid: str
+    task: _snapshot_pb2.Task
+    nodes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, snapshot: _Optional[_Union[_snapshot_pb2.Snapshot, _Mapping]] = ..., session_id: _Optional[str] = ..., task_uid: _Optional[str] = ..., task: _Optional[_Union[_snapshot_pb2.Task, _Mapping]] = ..., nodes: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class FilterResponse(_message.Message):
+    __slots__ = ("feasible_nodes", "failures")
+    FEASIBLE_NODES_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_FIELD_NUMBER: _ClassVar[int]
+    feasible_nodes: _containers.RepeatedScalarFieldContainer[str]
+    failures: _containers.RepeatedCompositeFieldContainer[NodeFailure]
+    def __init__(self, feasible_nodes: _Optional[_Iterable[str]] = ..., failures: _Optional[_Iterable[_Union[NodeFailure, _Mapping]]] = ...) -> None: ...
+
+class NodeFailure(_message.Message):
+    __slots__ = ("node", "reasons")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    reasons: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PrioritizeRequest(_message.Message):
+    __slots__ = ("snapshot", "session_id", "task_uid", "task", "nodes")
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_UID_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    snapshot: _snapshot_pb2.Snapshot
+    session_id: str
+    task_uid: str
+    task: _snapshot_pb2.Task
+    nodes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, snapshot: _Optional[_Union[_snapshot_pb2.Snapshot, _Mapping]] = ..., session_id: _Optional[str] = ..., task_uid: _Optional[str] = ..., task: _Optional[_Union[_snapshot_pb2.Task, _Mapping]] = ..., nodes: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PrioritizeResponse(_message.Message):
+    __slots__ = ("scores",)
+    SCORES_FIELD_NUMBER: _ClassVar[int]
+    scores: _containers.RepeatedCompositeFieldContainer[NodeScore]
+    def __init__(self, scores: _Optional[_Iterable[_Union[NodeScore, _Mapping]]] = ...) -> None: ...
+
+class NodeScore(_message.Message):
+    __slots__ = ("node", "score", "plugins")
+    class PluginsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    PLUGINS_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    score: float
+    plugins: _containers.ScalarMap[str, float]
+    def __init__(self, node: _Optional[str] = ..., score: _Optional[float] = ..., plugins: _Optional[_Mapping[str, float]] = ...) -> None: ...
+
+class OpenSessionRequest(_message.Message):
+    __slots__ = ("snapshot", "ttl_seconds")
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    snapshot: _snapshot_pb2.Snapshot
+    ttl_seconds: int
+    def __init__(self, snapshot: _Optional[_Union[_snapshot_pb2.Snapshot, _Mapping]] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
+
+class OpenSessionResponse(_message.Message):
+    __slots__ = ("session_id", "expires_at", "node_count", "task_count")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    NODE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TASK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    expires_at: _timestamp_pb2.Timestamp
+    node_count: int
+    task_count: int
+    def __init__(self, session_id: _Optional[str] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., node_count: _Optional[int] = ..., task_count: _Optional[int] = ...) -> None: ...
+
+class CloseSessionRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class CloseSessionResponse(_message.Message):
+    __slots__ = ("closed",)
+    CLOSED_FIELD_NUMBER: _ClassVar[int]
+    closed: bool
+    def __init__(self, closed: _Optional[bool] = ...) -> None: ...

@@ -1,0 +1,238 @@
+"""``repack-sidecar`` command line: serve, evaluate, plan, demo, snapshot synth."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import Any
+
+import yaml
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from sidecar import logs
+from sidecar.api.v1alpha1 import service_pb2
+from sidecar.server.config import MIB, ServerConfig
+from sidecar.snapshot.errors import SnapshotError
+
+DEMO = {"nodes": 24, "cards_per_node": 8, "fill": 0.55, "seed": 2026}
+
+
+def _to_dict(message: Message) -> dict[str, Any]:
+    return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
+    lines = ["  ".join(str(h).ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _fragmentation_table(response: service_pb2.EvaluateResponse) -> str:
+    rows = [
+        [
+            f.resource,
+            str(f.providing_nodes),
+            str(f.occupied_nodes),
+            f"{f.min_occupied_nodes}{'' if f.min_exact else ' (bound)'}",
+            f"{f.fragmentation_percent:.1f}%",
+            f"{f.allocated:g}/{f.allocatable:g}",
+        ]
+        for f in response.resources
+    ]
+    return _table(rows, ["RESOURCE", "PROVIDING", "OCCUPIED", "MINIMUM", "FRAGMENTATION", "ALLOCATED"])
+
+
+def _emit(message: Message, fmt: str, table: str) -> None:
+    if fmt == "json":
+        print(json.dumps(_to_dict(message), indent=2))
+    elif fmt == "yaml":
+        print(yaml.safe_dump(_to_dict(message), sort_keys=False), end="")
+    else:
+        print(table)
+
+
+def _evaluate_offline(request: service_pb2.EvaluateRequest) -> service_pb2.EvaluateResponse:
+    """The RPC's own code path, without a server."""
+    from sidecar.server.config import ServerConfig
+    from sidecar.server.servicer import Deadline, RepackService
+    from sidecar.server.sessions import SessionCache
+
+    service = RepackService(ServerConfig(), SessionCache(1, 1.0))
+    return service.evaluate(request, Deadline(None))
+
+
+def cmd_evaluate(ns: argparse.Namespace) -> int:
+    from sidecar.snapshot.io import load_snapshot
+
+    request = service_pb2.EvaluateRequest(snapshot=load_snapshot(ns.snapshot), resources=ns.resource or [])
+    if ns.server:
+        from sidecar.client import RepackClient
+
+        with RepackClient(ns.server) as client:
+            response = client.evaluate(request)
+    else:
+        response = _evaluate_offline(request)
+    _emit(response, ns.output, _fragmentation_table(response))
+    return 0
+
+
+def cmd_plan(ns: argparse.Namespace) -> int:
+    from sidecar.snapshot.io import load_repack_spec, load_snapshot
+
+    load_snapshot(ns.snapshot)
+    load_repack_spec(ns.run)
+    print("plan: the planner is not implemented yet (Repack planner issue); inputs are valid.", file=sys.stderr)
+    return 3
+
+
+def cmd_synth(ns: argparse.Namespace) -> int:
+    from sidecar.snapshot.io import save_snapshot
+    from sidecar.snapshot.synth import SynthOptions, synth
+
+    snap = synth(
+        SynthOptions(
+            nodes=ns.nodes,
+            cards_per_node=ns.cards_per_node,
+            fill=ns.fill,
+            seed=ns.seed,
+            resource=ns.resource,
+            cpu_pods_per_node=ns.cpu_pods_per_node,
+        )
+    )
+    if ns.out == "-":
+        print(json_format.MessageToJson(snap, indent=1))
+    else:
+        save_snapshot(snap, ns.out)
+        print(f"wrote {ns.out}: {len(snap.nodes)} nodes, {len(snap.task_columns.uid)} tasks, "
+              f"{len(snap.pod_groups)} PodGroups", file=sys.stderr)
+    return 0
+
+
+def cmd_demo(ns: argparse.Namespace) -> int:
+    """The embedded default: a built-in fragmented cluster, evaluated through a real loopback server."""
+    from sidecar.snapshot.synth import SynthOptions, synth
+
+    opts = SynthOptions(**DEMO, name="demo")
+    snap = synth(opts)
+    pools = sorted({n.labels["accelerator-pool"] for n in snap.nodes})
+    print(
+        f"Demo cluster (built in: synth --nodes {opts.nodes} --cards-per-node {opts.cards_per_node} "
+        f"--fill {opts.fill} --seed {opts.seed})\n"
+        f"  {len(snap.nodes)} nodes in pools {', '.join(pools)}; {len(snap.task_columns.uid)} pods; "
+        f"{len(snap.pod_groups)} PodGroups\n"
+    )
+    if ns.offline:
+        response = _evaluate_offline(service_pb2.EvaluateRequest(snapshot=snap))
+        print("Fragmentation (offline):")
+    else:
+        response = asyncio.run(_demo_over_grpc(snap))
+        print("Fragmentation (Evaluate over gRPC on loopback):")
+    print(_fragmentation_table(response))
+    print("\nPlan: not available yet; the Repack planner issue adds it here.")
+    return 0
+
+
+async def _demo_over_grpc(snap: Any) -> service_pb2.EvaluateResponse:
+    from sidecar.client import RepackClient
+    from sidecar.server.app import start
+
+    running = await start(ServerConfig(port=0, metrics_port=-1))
+    try:
+        def call() -> service_pb2.EvaluateResponse:
+            with RepackClient(f"127.0.0.1:{running.port}") as client:
+                session = client.open_session(service_pb2.OpenSessionRequest(snapshot=snap))
+                try:
+                    return client.evaluate(service_pb2.EvaluateRequest(session_id=session.session_id))
+                finally:
+                    client.close_session(session.session_id)
+
+        return await asyncio.to_thread(call)
+    finally:
+        await running.server.stop(None)
+
+
+def cmd_serve(ns: argparse.Namespace) -> int:
+    from sidecar.server.app import serve
+
+    config = ServerConfig(
+        host=ns.host,
+        port=ns.port,
+        metrics_port=ns.metrics_port,
+        max_message_bytes=int(ns.max_message_mib * MIB),
+        max_concurrent_rpcs=ns.max_concurrent_rpcs,
+        workers=ns.workers,
+        session_ttl_seconds=ns.session_ttl,
+        max_sessions=ns.max_sessions,
+        shutdown_grace_seconds=ns.grace,
+    )
+    asyncio.run(serve(config))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    d = ServerConfig()
+    p = argparse.ArgumentParser(prog="repack-sidecar", description=__doc__)
+    p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
+    p.add_argument("--log-level", default="info")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="run the gRPC server")
+    s.add_argument("--host", default=d.host)
+    s.add_argument("--port", type=int, default=d.port)
+    s.add_argument("--metrics-port", type=int, default=d.metrics_port, help="-1 disables /metrics")
+    s.add_argument("--max-message-mib", type=float, default=d.max_message_bytes / MIB)
+    s.add_argument("--max-concurrent-rpcs", type=int, default=d.max_concurrent_rpcs)
+    s.add_argument("--workers", type=int, default=d.workers)
+    s.add_argument("--session-ttl", type=float, default=d.session_ttl_seconds, help="seconds")
+    s.add_argument("--max-sessions", type=int, default=d.max_sessions)
+    s.add_argument("--grace", type=float, default=d.shutdown_grace_seconds, help="drain seconds on SIGTERM")
+    s.set_defaults(func=cmd_serve)
+
+    e = sub.add_parser("evaluate", help="fragmentation per resource of a snapshot file")
+    e.add_argument("--snapshot", required=True, help="JSON/YAML (protobuf JSON form) or .pb")
+    e.add_argument("--resource", action="append", help="repeatable; default: every scalar resource")
+    e.add_argument("--server", help="host:port of a running sidecar (default: in-process)")
+    e.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    e.set_defaults(func=cmd_evaluate)
+
+    pl = sub.add_parser("plan", help="plan a RepackRun offline (lands with the planner)")
+    pl.add_argument("--snapshot", required=True)
+    pl.add_argument("--run", required=True, help="RepackRun YAML")
+    pl.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    pl.set_defaults(func=cmd_plan)
+
+    dm = sub.add_parser("demo", help="evaluate the built-in fragmented cluster")
+    dm.add_argument("--offline", action="store_true", help="skip the loopback server")
+    dm.set_defaults(func=cmd_demo)
+
+    sn = sub.add_parser("snapshot", help="snapshot tools")
+    snsub = sn.add_subparsers(dest="snapshot_command", required=True)
+    sy = snsub.add_parser("synth", help="generate a seeded fragmented cluster")
+    sy.add_argument("--nodes", type=int, default=DEMO["nodes"])
+    sy.add_argument("--cards-per-node", type=int, default=DEMO["cards_per_node"])
+    sy.add_argument("--fill", type=float, default=DEMO["fill"])
+    sy.add_argument("--seed", type=int, default=DEMO["seed"])
+    sy.add_argument("--resource", default="nvidia.com/gpu")
+    sy.add_argument("--cpu-pods-per-node", type=float, default=0.5)
+    sy.add_argument("--out", default="-", help="file (.json, .yaml or .pb) or - for stdout")
+    sy.set_defaults(func=cmd_synth)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    logs.configure(ns.log_format, ns.log_level)
+    try:
+        return int(ns.func(ns))
+    except SnapshotError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,38 @@
+"""A small synchronous client for the sidecar (CLI, demo, tests)."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+import grpc
+
+from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
+from sidecar.server.config import client_options
+
+
+class RepackClient:
+    def __init__(self, target: str, *, timeout: float = 30.0, max_message_bytes: int = 64 * 2**20) -> None:
+        self.channel = grpc.insecure_channel(target, options=client_options(max_message_bytes))
+        self.stub = service_pb2_grpc.RepackStub(self.channel)
+        self.timeout = timeout
+
+    def evaluate(self, request: service_pb2.EvaluateRequest) -> service_pb2.EvaluateResponse:
+        return self.stub.Evaluate(request, timeout=self.timeout)  # type: ignore[no-any-return]
+
+    def open_session(self, request: service_pb2.OpenSessionRequest) -> service_pb2.OpenSessionResponse:
+        return self.stub.OpenSession(request, timeout=self.timeout)  # type: ignore[no-any-return]
+
+    def close_session(self, session_id: str) -> service_pb2.CloseSessionResponse:
+        request = service_pb2.CloseSessionRequest(session_id=session_id)
+        return self.stub.CloseSession(request, timeout=self.timeout)  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> RepackClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,28 @@
+"""structlog setup: JSON lines in the container, readable console lines in a terminal."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import structlog
+
+
+def configure(fmt: str = "auto", level: str = "info") -> None:
+    """``fmt`` is json, console or auto (console on a TTY, JSON otherwise)."""
+    json_out = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
+    renderer: structlog.types.Processor = (
+        structlog.processors.JSONRenderer() if json_out else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )

@@ -1,0 +1,80 @@
+"""Build and run the sidecar's gRPC server: Repack + health + reflection, drained on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from sidecar.mirror.ledger import kernel_available
+from sidecar.server import metrics
+from sidecar.server.config import ServerConfig
+from sidecar.server.interceptors import AccessLogInterceptor
+from sidecar.server.servicer import SERVICE_NAME, RepackService, generic_handler
+from sidecar.server.sessions import SessionCache
+
+log = structlog.get_logger("sidecar.server")
+
+
+@dataclass
+class RunningServer:
+    server: grpc.aio.Server
+    health: health.aio.HealthServicer
+    port: int
+    config: ServerConfig
+
+    async def drain(self) -> None:
+        """NOT_SERVING first (so the scheduler stops sending), then let in-flight RPCs finish."""
+        log.info("draining", grace_seconds=self.config.shutdown_grace_seconds)
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(self.config.shutdown_grace_seconds)
+        log.info("stopped")
+
+
+async def start(config: ServerConfig) -> RunningServer:
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="repack")
+    )
+    server = grpc.aio.server(
+        interceptors=[AccessLogInterceptor()],
+        options=config.grpc_options(),
+        maximum_concurrent_rpcs=config.max_concurrent_rpcs,
+    )
+    sessions = SessionCache(config.max_sessions, config.session_ttl_seconds)
+    server.add_generic_rpc_handlers((generic_handler(RepackService(config, sessions), config),))
+
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+    port = server.add_insecure_port(f"{config.host}:{config.port}")
+    if port == 0:
+        raise OSError(f"cannot bind {config.host}:{config.port}")
+    await server.start()
+    for name in ("", SERVICE_NAME):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    metrics.KERNELS.set(1 if kernel_available() else 0)
+    log.info("serving", address=f"{config.host}:{port}", kernels="cython" if kernel_available() else "python")
+    return RunningServer(server, health_servicer, port, config)
+
+
+async def serve(config: ServerConfig) -> None:
+    """Run until SIGTERM/SIGINT, then drain and return."""
+    if config.metrics_port >= 0:
+        metrics.serve_metrics(config.metrics_port, config.metrics_host)
+        log.info("metrics", address=f"{config.metrics_host}:{config.metrics_port}")
+    running = await start(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("signal_received")
+    await running.drain()

@@ -1,0 +1,56 @@
+"""Access log (structlog JSON) and RPC metrics for every unary call."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+import structlog
+
+from sidecar.server import metrics
+
+log = structlog.get_logger("sidecar.access")
+
+
+class AccessLogInterceptor(grpc.aio.ServerInterceptor):
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler  # streaming (health Watch, reflection) passes through
+        method: str = handler_call_details.method  # type: ignore[attr-defined]
+        behaviour = handler.unary_unary
+
+        async def logged(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            start = time.perf_counter()
+            code = grpc.StatusCode.OK
+            try:
+                return await behaviour(request, context)
+            except BaseException:
+                code = context.code() or grpc.StatusCode.UNKNOWN
+                raise
+            finally:
+                elapsed = time.perf_counter() - start
+                name = code.name if isinstance(code, grpc.StatusCode) else str(code)
+                metrics.RPCS.labels(method=method, code=name).inc()
+                metrics.RPC_SECONDS.labels(method=method).observe(elapsed)
+                details = context.details() if code != grpc.StatusCode.OK else None
+                log.info(
+                    "rpc",
+                    method=method,
+                    code=name,
+                    ms=round(elapsed * 1000, 3),
+                    peer=context.peer(),
+                    **({"details": details} if details else {}),
+                )
+
+        return grpc.unary_unary_rpc_method_handler(
+            logged,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )

@@ -1,0 +1,64 @@
+"""Bounded, TTL'd cache of decoded snapshots, so a session is uploaded and decoded once."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sidecar.snapshot.state import ClusterState
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    state: ClusterState
+    expires_at: float  # wall clock (time.time())
+
+
+class SessionCache:
+    """LRU over at most ``capacity`` sessions; each expires ``ttl`` seconds after it was opened."""
+
+    def __init__(self, capacity: int, ttl: float, clock: Callable[[], float] = time.time) -> None:
+        if capacity < 1 or ttl <= 0:
+            raise ValueError("capacity must be >= 1 and ttl > 0")
+        self._capacity = capacity
+        self._ttl = ttl
+        self._clock = clock
+        self._items: OrderedDict[str, Session] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def open(self, state: ClusterState, ttl: float | None = None) -> Session:
+        ttl = self._ttl if not ttl or ttl <= 0 else min(ttl, self._ttl * 10)
+        session = Session(uuid.uuid4().hex, state, self._clock() + ttl)
+        with self._lock:
+            self._expire()
+            self._items[session.id] = session
+            while len(self._items) > self._capacity:
+                self._items.popitem(last=False)
+        return session
+
+    def get(self, session_id: str) -> Session | None:
+        with self._lock:
+            self._expire()
+            session = self._items.get(session_id)
+            if session is not None:
+                self._items.move_to_end(session_id)
+            return session
+
+    def close(self, session_id: str) -> bool:
+        with self._lock:
+            return self._items.pop(session_id, None) is not None
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._expire()
+            return len(self._items)
+
+    def _expire(self) -> None:
+        now = self._clock()
+        for sid in [sid for sid, s in self._items.items() if s.expires_at <= now]:
+            del self._items[sid]

@@ -1,0 +1,318 @@
+"""Snapshot message -> ClusterState, validating as it goes.
+
+Every problem raises :class:`SnapshotError` naming the field (``tasks[17].node: unknown node
+"n-9"``). Row tasks are converted one by one; columnar tasks are converted with whole-array
+numpy operations, which is what makes a 100k-task snapshot cheap (see docs/contract.md).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.mirror.ledger import build_ledger
+from sidecar.snapshot.errors import SnapshotError
+from sidecar.snapshot.state import ClusterState
+from sidecar.snapshot.units import BASE_RESOURCES, PODS
+
+_VALID_STATUS = frozenset(v for v in pb.Task.Status.values() if v != 0)
+_TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size limits beyond which a snapshot is refused (INVALID_ARGUMENT)."""
+
+    max_nodes: int = 100_000
+    max_tasks: int = 2_000_000
+
+
+def _quantity(path: str, value: float) -> float:
+    if not math.isfinite(value):
+        raise SnapshotError(path, f"quantity must be finite, got {value}")
+    if value < 0:
+        raise SnapshotError(path, f"negative quantity {value:g}")
+    return value
+
+
+def _decode_nodes(
+    snap: pb.Snapshot, limits: Limits
+) -> tuple[list[str], dict[str, int], list[dict[str, float]]]:
+    """Names and allocatable maps; labels and taints stay in the messages (read lazily)."""
+    if len(snap.nodes) > limits.max_nodes:
+        raise SnapshotError("nodes", f"{len(snap.nodes)} nodes exceed the limit of {limits.max_nodes}")
+    names = [n.name for n in snap.nodes]
+    index = {name: i for i, name in enumerate(names)}
+    if len(index) != len(names) or "" in index:
+        seen: dict[str, int] = {}
+        for i, name in enumerate(names):
+            if not name:
+                raise SnapshotError(f"nodes[{i}].name", "missing")
+            if name in seen:
+                raise SnapshotError(f"nodes[{i}].name", f'duplicate node "{name}" (first at nodes[{seen[name]}])')
+            seen[name] = i
+    for i, node in enumerate(snap.nodes):
+        for j, taint in enumerate(node.taints):
+            if not taint.key:
+                raise SnapshotError(f"nodes[{i}].taints[{j}].key", "missing")
+            if taint.effect not in _TAINT_EFFECTS:
+                raise SnapshotError(
+                    f"nodes[{i}].taints[{j}].effect",
+                    f'unknown effect "{taint.effect}" (NoSchedule, PreferNoSchedule, NoExecute)',
+                )
+    return names, index, [dict(n.allocatable) for n in snap.nodes]
+
+
+def _resource_axis(snap: pb.Snapshot, node_alloc: list[dict[str, float]]) -> tuple[str, ...]:
+    names: set[str] = set().union(*node_alloc) if node_alloc else set()
+    for task in snap.tasks:
+        names.update(task.requests.keys())
+    for col in snap.task_columns.requests:
+        names.add(col.resource)
+    extra = sorted(names.difference(BASE_RESOURCES))
+    return BASE_RESOURCES + tuple(extra)
+
+
+def _alloc_matrix(node_alloc: list[dict[str, float]], res_index: dict[str, int]) -> np.ndarray:
+    alloc = np.zeros((len(node_alloc), len(res_index)))
+    alloc[:, res_index[PODS]] = np.inf  # no "pods" entry: no task-count limit
+    for i, amap in enumerate(node_alloc):
+        for res, value in amap.items():
+            alloc[i, res_index[res]] = value
+    bad = np.argwhere(~(alloc >= 0) | np.isnan(alloc) | ((alloc == np.inf) & (np.arange(len(res_index)) != res_index[PODS])))
+    if bad.size:
+        i, j = (int(x) for x in bad[0])
+        res = next(r for r, k in res_index.items() if k == j)
+        _quantity(f'nodes[{i}].allocatable["{res}"]', float(node_alloc[i][res]))
+    return alloc
+
+
+def _decode_pod_groups(snap: pb.Snapshot) -> dict[tuple[str, str], int]:
+    index: dict[tuple[str, str], int] = {}
+    for i, pg in enumerate(snap.pod_groups):
+        if not pg.namespace:
+            raise SnapshotError(f"pod_groups[{i}].namespace", "missing")
+        if not pg.name:
+            raise SnapshotError(f"pod_groups[{i}].name", "missing")
+        key = (pg.namespace, pg.name)
+        if key in index:
+            raise SnapshotError(f"pod_groups[{i}].name", f'duplicate PodGroup "{pg.namespace}/{pg.name}"')
+        if pg.min_member < 0:
+            raise SnapshotError(f"pod_groups[{i}].min_member", f"negative value {pg.min_member}")
+        for role, n in pg.min_task_member.items():
+            if n < 0:
+                raise SnapshotError(f'pod_groups[{i}].min_task_member["{role}"]', f"negative value {n}")
+        index[key] = i
+    return index
+
+
+class _Interner:
+    def __init__(self) -> None:
+        self.values: list[str] = []
+        self.index: dict[str, int] = {}
+
+    def get(self, value: str) -> int:
+        i = self.index.get(value)
+        if i is None:
+            i = self.index[value] = len(self.values)
+            self.values.append(value)
+        return i
+
+
+def _check_index(path: str, column: np.ndarray, size: int, what: str) -> None:
+    bad = np.flatnonzero((column < -1) | (column >= size))
+    if bad.size:
+        i = int(bad[0])
+        raise SnapshotError(f"{path}[{i}]", f"unknown {what} index {int(column[i])} ({size} {what}s in the snapshot)")
+
+
+def _task_path(i: int, n_col: int, fname: str) -> str:
+    return f"task_columns.{fname}[{i}]" if i < n_col else f"tasks[{i - n_col}].{fname}"
+
+
+def _raise_duplicate_uid(uid: list[str], n_col: int) -> None:
+    seen: set[str] = set()
+    for i, u in enumerate(uid):
+        if not u:
+            raise SnapshotError(_task_path(i, n_col, "uid"), "missing")
+        if u in seen:
+            raise SnapshotError(_task_path(i, n_col, "uid"), f'duplicate task uid "{u}"')
+        seen.add(u)
+
+
+def _raise_duplicate_name(t_ns: np.ndarray, name: list[str], namespaces: list[str], n_col: int) -> None:
+    seen: set[tuple[int, str]] = set()
+    for i, key in enumerate(zip(t_ns.tolist(), name, strict=True)):
+        if key in seen:
+            raise SnapshotError(_task_path(i, n_col, "name"), f'duplicate pod "{namespaces[key[0]]}/{key[1]}"')
+        seen.add(key)
+
+
+def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
+    """Validate ``snap`` and convert it to columns. Raises SnapshotError on bad input."""
+    node_names, node_index, node_alloc = _decode_nodes(snap, limits)
+    resources = _resource_axis(snap, node_alloc)
+    res_index = {r: i for i, r in enumerate(resources)}
+    n_res = len(resources)
+    alloc = _alloc_matrix(node_alloc, res_index)
+    pg_index = _decode_pod_groups(snap)
+
+    ns = _Interner()
+    ns_labels: list[dict[str, str]] = []
+    for i, namespace in enumerate(snap.namespaces):
+        if not namespace.name:
+            raise SnapshotError(f"namespaces[{i}].name", "missing")
+        if namespace.name in ns.index:
+            raise SnapshotError(f"namespaces[{i}].name", f'duplicate namespace "{namespace.name}"')
+        ns.get(namespace.name)
+        ns_labels.append(dict(namespace.labels))
+
+    cols = snap.task_columns
+    n_col = len(cols.uid)
+    n_row = len(snap.tasks)
+    n_tasks = n_col + n_row
+    if n_tasks > limits.max_tasks:
+        raise SnapshotError("tasks", f"{n_tasks} tasks exceed the limit of {limits.max_tasks}")
+
+    profiles: list[pb.TaskProfile] = list(snap.profiles)
+    uid = list(cols.uid)
+    name = list(cols.name)
+    role = list(cols.role) if len(cols.role) else [""] * n_col
+    t_ns = np.empty(n_tasks, np.int32)
+    t_node = np.empty(n_tasks, np.int32)
+    t_status = np.empty(n_tasks, np.int32)
+    t_pg = np.empty(n_tasks, np.int32)
+    t_prio = np.empty(n_tasks, np.int32)
+    t_prof = np.empty(n_tasks, np.int32)
+    t_req = np.zeros((n_tasks, n_res))
+
+    if n_col:
+        for fname in ("name", "namespace", "node", "status", "pod_group", "priority", "profile"):
+            got = len(getattr(cols, fname))
+            if got != n_col:
+                raise SnapshotError(f"task_columns.{fname}", f"has {got} entries, expected {n_col} (one per uid)")
+        if len(cols.role) not in (0, n_col):
+            raise SnapshotError("task_columns.role", f"has {len(cols.role)} entries, expected 0 or {n_col}")
+        t_ns[:n_col] = cols.namespace
+        t_node[:n_col] = cols.node
+        t_status[:n_col] = cols.status
+        t_pg[:n_col] = cols.pod_group
+        t_prio[:n_col] = cols.priority
+        t_prof[:n_col] = cols.profile
+        _check_index("task_columns.node", t_node[:n_col], len(node_names), "node")
+        _check_index("task_columns.pod_group", t_pg[:n_col], len(snap.pod_groups), "pod_group")
+        _check_index("task_columns.profile", t_prof[:n_col], len(profiles), "profile")
+        ns_col = t_ns[:n_col]
+        bad = np.flatnonzero((ns_col < 0) | (ns_col >= len(ns.values)))
+        if bad.size:
+            i = int(bad[0])
+            raise SnapshotError(
+                f"task_columns.namespace[{i}]", f"unknown namespace index {int(ns_col[i])} ({len(ns.values)} namespaces)"
+            )
+        bad = np.flatnonzero(~np.isin(t_status[:n_col], list(_VALID_STATUS)))
+        if bad.size:
+            i = int(bad[0])
+            raise SnapshotError(f"task_columns.status[{i}]", f"invalid task status {int(t_status[i])}")
+        if t_prof[:n_col].min(initial=0) < 0:
+            i = int(np.flatnonzero(t_prof[:n_col] < 0)[0])
+            raise SnapshotError(f"task_columns.profile[{i}]", "missing (every task needs a profile index)")
+        seen_res: set[str] = set()
+        for j, column in enumerate(cols.requests):
+            path = f'task_columns.requests[{j}] ("{column.resource}")'
+            if not column.resource:
+                raise SnapshotError(f"task_columns.requests[{j}].resource", "missing")
+            if column.resource in seen_res:
+                raise SnapshotError(f"task_columns.requests[{j}].resource", f'duplicate column "{column.resource}"')
+            seen_res.add(column.resource)
+            if len(column.values) != n_col:
+                raise SnapshotError(f"{path}.values", f"has {len(column.values)} entries, expected {n_col}")
+            values = np.array(column.values, np.float64)
+            bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
+            if bad.size:
+                i = int(bad[0])
+                raise SnapshotError(f"{path}.values[{i}]", f"negative or non-finite quantity {values[i]}")
+            t_req[:n_col, res_index[column.resource]] = values
+
+    profile_index: dict[bytes, int] = {}
+    for k, task in enumerate(snap.tasks):
+        i = n_col + k
+        path = f"tasks[{k}]"
+        if not task.name:
+            raise SnapshotError(f"{path}.name", "missing")
+        if not task.namespace:
+            raise SnapshotError(f"{path}.namespace", "missing")
+        if task.status not in _VALID_STATUS:
+            raise SnapshotError(f"{path}.status", "missing" if task.status == 0 else f"invalid status {task.status}")
+        uid.append(task.uid or f"{task.namespace}/{task.name}")
+        name.append(task.name)
+        role.append(task.role)
+        t_ns[i] = ns.get(task.namespace)
+        if len(ns_labels) < len(ns.values):
+            ns_labels.append({})
+        if task.node:
+            node_i = node_index.get(task.node)
+            if node_i is None:
+                raise SnapshotError(f"{path}.node", f'unknown node "{task.node}"')
+            t_node[i] = node_i
+        else:
+            t_node[i] = -1
+        if task.pod_group:
+            pg_i = pg_index.get((task.namespace, task.pod_group))
+            if pg_i is None:
+                raise SnapshotError(f"{path}.pod_group", f'unknown PodGroup "{task.namespace}/{task.pod_group}"')
+            t_pg[i] = pg_i
+        else:
+            t_pg[i] = -1
+        t_status[i] = task.status
+        t_prio[i] = task.priority
+        for res, value in task.requests.items():
+            t_req[i, res_index[res]] = _quantity(f'{path}.requests["{res}"]', value)
+        key = task.profile.SerializeToString(deterministic=True)
+        prof_i = profile_index.get(key)
+        if prof_i is None:
+            prof_i = profile_index[key] = len(profiles)
+            profiles.append(task.profile)
+        t_prof[i] = prof_i
+
+    t_req[:, res_index[PODS]] = 1.0  # Volcano: every task requests one pod slot.
+
+    if n_col and not all(uid[:n_col]):
+        raise SnapshotError(f"task_columns.uid[{uid.index('')}]", "missing")
+    if len(set(uid)) != n_tasks:
+        _raise_duplicate_uid(uid, n_col)
+    if len(set(name)) != n_tasks and len(set(zip(t_ns.tolist(), name, strict=True))) != n_tasks:
+        _raise_duplicate_name(t_ns, name, ns.values, n_col)
+    if n_col and not all(name[:n_col]):
+        raise SnapshotError(f"task_columns.name[{name.index('')}]", "missing")
+
+    ledger = build_ledger(t_node, t_status, t_req, alloc)
+    return ClusterState(
+        name=snap.name,
+        resources=resources,
+        node_names=node_names,
+        node_alloc=alloc,
+        node_unschedulable=np.fromiter((n.unschedulable for n in snap.nodes), bool, count=len(node_names)),
+        nodes=list(snap.nodes),
+        task_uid=uid,
+        task_name=name,
+        task_namespace=t_ns,
+        task_node=t_node,
+        task_status=t_status,
+        task_pod_group=t_pg,
+        task_priority=t_prio,
+        task_profile=t_prof,
+        task_req=t_req,
+        task_role=role,
+        profiles=profiles,
+        namespaces=ns.values,
+        namespace_labels=ns_labels,
+        pod_groups=list(snap.pod_groups),
+        pdbs=list(snap.pdbs),
+        scheduler_config=snap.scheduler_config,
+        ledger=ledger,
+        _node_index=node_index,
+        _resource_index=res_index,
+    )

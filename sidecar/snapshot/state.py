@@ -1,0 +1,76 @@
+"""The columnar cluster state every algorithm works on.
+
+A decoded snapshot: one numpy column per task attribute, a node x resource matrix for
+capacity and the node ledger. Strings and rarely-touched structures stay as Python lists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.mirror.ledger import NodeLedger
+
+F64 = npt.NDArray[np.float64]
+I32 = npt.NDArray[np.int32]
+Bool = npt.NDArray[np.bool_]
+
+Status = pb.Task.Status
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """A Volcano session in columns. Indices are row numbers in the tables below; -1 = none."""
+
+    name: str
+    resources: tuple[str, ...]
+    # nodes
+    node_names: list[str]
+    node_alloc: F64  # [N, R] Volcano units; missing "pods" is +inf
+    node_unschedulable: Bool  # [N]
+    nodes: list[pb.Node]  # labels and taints are read from here on demand
+    # tasks
+    task_uid: list[str]
+    task_name: list[str]
+    task_namespace: I32  # [T] -> namespaces
+    task_node: I32  # [T] -> nodes
+    task_status: I32  # [T] Volcano TaskStatus flags
+    task_pod_group: I32  # [T] -> pod_groups
+    task_priority: I32  # [T]
+    task_profile: I32  # [T] -> profiles
+    task_req: F64  # [T, R] Volcano units, pods column = 1
+    task_role: list[str]
+    profiles: list[pb.TaskProfile]
+    namespaces: list[str]
+    namespace_labels: list[dict[str, str]]
+    pod_groups: list[pb.PodGroup]
+    pdbs: list[pb.PodDisruptionBudget]
+    scheduler_config: pb.SchedulerConfig
+    ledger: NodeLedger
+    _node_index: dict[str, int] = field(default_factory=dict, repr=False)
+    _resource_index: dict[str, int] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_names)
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.task_uid)
+
+    def resource(self, name: str) -> int:
+        """Column of ``name`` on the resource axis; KeyError if no node or task mentions it."""
+        return self._resource_index[name]
+
+    def has_resource(self, name: str) -> bool:
+        return name in self._resource_index
+
+    def node(self, name: str) -> int:
+        return self._node_index[name]
+
+    def pod_group_key(self, index: int) -> str:
+        pg = self.pod_groups[index]
+        return f"{pg.namespace}/{pg.name}"

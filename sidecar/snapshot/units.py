@@ -1,0 +1,46 @@
+"""Volcano's resource units (pkg/scheduler/api/resource_info.go), defined once.
+
+cpu is milli-cores, memory bytes, ``pods`` a plain count, every other scalar x1000.
+Comparisons treat values within 0.1 as equal.
+"""
+
+from __future__ import annotations
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+
+#: Resources that are always columns 0..2 of the resource axis.
+BASE_RESOURCES: tuple[str, ...] = (CPU, MEMORY, PODS)
+#: Resources never treated as a repack/fragmentation goal.
+NON_SCALAR_GOALS = frozenset({CPU, MEMORY, PODS, EPHEMERAL_STORAGE})
+
+#: Volcano's LessEqual tolerance (``l < r || |l - r| < minResource``).
+TOLERANCE = 0.1
+
+#: Volcano stores every scalar resource other than cpu/memory/pods x1000.
+SCALAR_FACTOR = 1000.0
+
+
+def is_goal_resource(name: str) -> bool:
+    """Extended/scalar resources (GPUs, NPUs, RDMA, ...) can be repack goals."""
+    return name not in NON_SCALAR_GOALS and not name.startswith("hugepages-")
+
+
+def to_user_units(name: str, value: float) -> float:
+    """Volcano units -> the units a user writes in a manifest (cards, cores, bytes)."""
+    if name == CPU:
+        return value / 1000.0
+    if name in (MEMORY, PODS):
+        return value
+    return value / SCALAR_FACTOR
+
+
+def to_volcano_units(name: str, value: float) -> float:
+    """Inverse of :func:`to_user_units`."""
+    if name == CPU:
+        return value * 1000.0
+    if name in (MEMORY, PODS):
+        return value
+    return value * SCALAR_FACTOR
