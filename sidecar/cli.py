@@ -7,7 +7,6 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import fields
 from typing import Any
 
 import yaml
@@ -18,8 +17,9 @@ from sidecar import logs
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.server.config import MIB, ServerConfig
 from sidecar.snapshot.errors import SnapshotError
+from sidecar.snapshot.synth import SynthOptions
 
-DEMO = {"nodes": 24, "cards_per_node": 8, "fill": 0.55, "seed": 2026}
+DEMO = SynthOptions(nodes=24, cards_per_node=8, fill=0.55, seed=2026, name="demo")
 
 
 def _to_dict(message: Message) -> dict[str, Any]:
@@ -93,7 +93,7 @@ def cmd_plan(ns: argparse.Namespace) -> int:
 
 def cmd_synth(ns: argparse.Namespace) -> int:
     from sidecar.snapshot.io import save_snapshot
-    from sidecar.snapshot.synth import SynthOptions, synth
+    from sidecar.snapshot.synth import synth
 
     snap = synth(
         SynthOptions(
@@ -109,16 +109,19 @@ def cmd_synth(ns: argparse.Namespace) -> int:
         print(json_format.MessageToJson(snap, indent=1))
     else:
         save_snapshot(snap, ns.out)
-        print(f"wrote {ns.out}: {len(snap.nodes)} nodes, {len(snap.task_columns.uid)} tasks, "
-              f"{len(snap.pod_groups)} PodGroups", file=sys.stderr)
+        print(
+            f"wrote {ns.out}: {len(snap.nodes)} nodes, {len(snap.task_columns.uid)} tasks, "
+            f"{len(snap.pod_groups)} PodGroups",
+            file=sys.stderr,
+        )
     return 0
 
 
 def cmd_demo(ns: argparse.Namespace) -> int:
     """The embedded default: a built-in fragmented cluster, evaluated through a real loopback server."""
-    from sidecar.snapshot.synth import SynthOptions, synth
+    from sidecar.snapshot.synth import synth
 
-    opts = SynthOptions(**DEMO, name="demo")
+    opts = DEMO
     snap = synth(opts)
     pools = sorted({n.labels["accelerator-pool"] for n in snap.nodes})
     print(
@@ -144,6 +147,7 @@ async def _demo_over_grpc(snap: Any) -> service_pb2.EvaluateResponse:
 
     running = await start(ServerConfig(port=0, metrics_port=-1))
     try:
+
         def call() -> service_pb2.EvaluateResponse:
             with RepackClient(f"127.0.0.1:{running.port}") as client:
                 session = client.open_session(service_pb2.OpenSessionRequest(snapshot=snap))
@@ -164,6 +168,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         host=ns.host,
         port=ns.port,
         metrics_port=ns.metrics_port,
+        metrics_host=ns.metrics_host,
         max_message_bytes=int(ns.max_message_mib * MIB),
         max_concurrent_rpcs=ns.max_concurrent_rpcs,
         workers=ns.workers,
@@ -179,13 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
     d = ServerConfig()
     p = argparse.ArgumentParser(prog="repack-sidecar", description=__doc__)
     p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
-    p.add_argument("--log-level", default="info")
+    p.add_argument("--log-level", default=None, help="default: info (warning for demo)")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="run the gRPC server")
     s.add_argument("--host", default=d.host)
     s.add_argument("--port", type=int, default=d.port)
     s.add_argument("--metrics-port", type=int, default=d.metrics_port, help="-1 disables /metrics")
+    s.add_argument("--metrics-host", default=d.metrics_host)
     s.add_argument("--max-message-mib", type=float, default=d.max_message_bytes / MIB)
     s.add_argument("--max-concurrent-rpcs", type=int, default=d.max_concurrent_rpcs)
     s.add_argument("--workers", type=int, default=d.workers)
@@ -214,10 +220,10 @@ def build_parser() -> argparse.ArgumentParser:
     sn = sub.add_parser("snapshot", help="snapshot tools")
     snsub = sn.add_subparsers(dest="snapshot_command", required=True)
     sy = snsub.add_parser("synth", help="generate a seeded fragmented cluster")
-    sy.add_argument("--nodes", type=int, default=DEMO["nodes"])
-    sy.add_argument("--cards-per-node", type=int, default=DEMO["cards_per_node"])
-    sy.add_argument("--fill", type=float, default=DEMO["fill"])
-    sy.add_argument("--seed", type=int, default=DEMO["seed"])
+    sy.add_argument("--nodes", type=int, default=DEMO.nodes)
+    sy.add_argument("--cards-per-node", type=int, default=DEMO.cards_per_node)
+    sy.add_argument("--fill", type=float, default=DEMO.fill)
+    sy.add_argument("--seed", type=int, default=DEMO.seed)
     sy.add_argument("--resource", default="nvidia.com/gpu")
     sy.add_argument("--cpu-pods-per-node", type=float, default=0.5)
     sy.add_argument("--out", default="-", help="file (.json, .yaml or .pb) or - for stdout")
@@ -227,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
-    logs.configure(ns.log_format, ns.log_level)
+    logs.configure(ns.log_format, ns.log_level or ("warning" if ns.command == "demo" else "info"))
     try:
         return int(ns.func(ns))
     except SnapshotError as exc:

@@ -13,7 +13,7 @@ from sidecar.server.config import client_options
 class RepackClient:
     def __init__(self, target: str, *, timeout: float = 30.0, max_message_bytes: int = 64 * 2**20) -> None:
         self.channel = grpc.insecure_channel(target, options=client_options(max_message_bytes))
-        self.stub = service_pb2_grpc.RepackStub(self.channel)
+        self.stub = service_pb2_grpc.RepackStub(self.channel)  # type: ignore[no-untyped-call]
         self.timeout = timeout
 
     def evaluate(self, request: service_pb2.EvaluateRequest) -> service_pb2.EvaluateResponse:

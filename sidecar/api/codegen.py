@@ -28,8 +28,8 @@ _IMPORT = re.compile(r"^from volcano\.repack\.v1alpha1 import ", re.MULTILINE)
 
 def generate(out: Path) -> list[Path]:
     """Run protoc into ``out`` and return the files written."""
-    from grpc_tools import protoc  # build/dev dependency only
     import grpc_tools
+    from grpc_tools import protoc  # build/dev dependency only
 
     protos = sorted((PROTO_ROOT / PROTO_PACKAGE).glob("*.proto"))
     well_known = Path(grpc_tools.__file__).parent / "_proto"

@@ -63,7 +63,7 @@ def _load_kernel() -> Kernel | None:
     if os.environ.get("REPACK_KERNELS", "").lower() == "python":
         return None
     try:
-        from sidecar.mirror import _ledger
+        from sidecar.mirror import _ledger  # type: ignore[attr-defined]
     except ImportError:
         return None
     return _ledger.accumulate  # type: ignore[no-any-return]

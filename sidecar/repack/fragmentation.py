@@ -13,6 +13,7 @@ The statistic is always cluster-wide; scope only limits what a plan may empty.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from functools import reduce
@@ -20,7 +21,7 @@ from functools import reduce
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.mirror.ledger import RELEASING, TERMINATED_MASK, PIPELINED
+from sidecar.mirror.ledger import PIPELINED, RELEASING, TERMINATED_MASK
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import TOLERANCE, is_goal_resource, to_user_units
 
@@ -63,7 +64,7 @@ class Fragmentation:
 
 def _is_divisible_chain(sizes: list[int]) -> bool:
     """Each distinct size divides the next larger one (1, 2, 4, 8 ... or 1, 3, 6 ...)."""
-    return all(b % a == 0 for a, b in zip(sizes, sizes[1:], strict=False))
+    return all(b % a == 0 for a, b in itertools.pairwise(sizes))
 
 
 def _exact_identical_divisible(capacity: int, sizes: I64) -> int:
@@ -137,10 +138,15 @@ def min_occupied_nodes(capacities: I64, sizes: I64) -> MinOccupied:
 def holding_mask(state: ClusterState) -> npt.NDArray[np.bool_]:
     """Tasks that hold their node's resources and stay: placed, not terminated, not pipelined, not releasing."""
     st = state.task_status
-    return (state.task_node >= 0) & ((st & TERMINATED_MASK) == 0) & (st != PIPELINED) & (st != RELEASING)
+    mask: npt.NDArray[np.bool_] = (
+        (state.task_node >= 0) & ((st & TERMINATED_MASK) == 0) & (st != PIPELINED) & (st != RELEASING)
+    )
+    return mask
 
 
-def fragmentation(state: ClusterState, resource: str, *, task_node: npt.NDArray[np.int32] | None = None) -> Fragmentation:
+def fragmentation(
+    state: ClusterState, resource: str, *, task_node: npt.NDArray[np.int32] | None = None
+) -> Fragmentation:
     """Fragmentation of ``resource``; ``task_node`` overrides placements (a plan's simulated state)."""
     if not state.has_resource(resource):
         return Fragmentation(resource, 0, 0, 0, True, 0.0, 0.0)

@@ -6,6 +6,7 @@ import asyncio
 import signal
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 import structlog
@@ -25,7 +26,7 @@ log = structlog.get_logger("sidecar.server")
 @dataclass
 class RunningServer:
     server: grpc.aio.Server
-    health: health.aio.HealthServicer
+    health: Any  # grpc_health.v1.health.aio.HealthServicer (untyped)
     port: int
     config: ServerConfig
 
@@ -49,11 +50,9 @@ async def start(config: ServerConfig) -> RunningServer:
     sessions = SessionCache(config.max_sessions, config.session_ttl_seconds)
     server.add_generic_rpc_handlers((generic_handler(RepackService(config, sessions), config),))
 
-    health_servicer = health.aio.HealthServicer()
+    health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
-    )
+    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     port = server.add_insecure_port(f"{config.host}:{config.port}")
     if port == 0:
         raise OSError(f"cannot bind {config.host}:{config.port}")
@@ -68,8 +67,8 @@ async def start(config: ServerConfig) -> RunningServer:
 async def serve(config: ServerConfig) -> None:
     """Run until SIGTERM/SIGINT, then drain and return."""
     if config.metrics_port >= 0:
-        metrics.serve_metrics(config.metrics_port, config.metrics_host)
-        log.info("metrics", address=f"{config.metrics_host}:{config.metrics_port}")
+        bound = metrics.serve_metrics(config.metrics_port, config.metrics_host)
+        log.info("metrics", address=f"{config.metrics_host}:{bound}")
     running = await start(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

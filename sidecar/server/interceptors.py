@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import structlog
@@ -12,19 +12,23 @@ import structlog
 from sidecar.server import metrics
 
 log = structlog.get_logger("sidecar.access")
+if TYPE_CHECKING:
+    Handler = grpc.RpcMethodHandler[Any, Any]
+else:
+    Handler = grpc.RpcMethodHandler
 
 
-class AccessLogInterceptor(grpc.aio.ServerInterceptor):
+class AccessLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Handler]],
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
+    ) -> Handler:
         handler = await continuation(handler_call_details)
         if handler is None or handler.unary_unary is None:
             return handler  # streaming (health Watch, reflection) passes through
-        method: str = handler_call_details.method  # type: ignore[attr-defined]
-        behaviour = handler.unary_unary
+        method: str = handler_call_details.method
+        behaviour: Any = handler.unary_unary
 
         async def logged(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             start = time.perf_counter()

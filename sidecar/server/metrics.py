@@ -12,7 +12,8 @@ RPC_SECONDS = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
 DECODE_SECONDS = Histogram(
-    "repack_snapshot_decode_seconds", "Snapshot validation and conversion to columns",
+    "repack_snapshot_decode_seconds",
+    "Snapshot validation and conversion to columns",
     buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1, 2.5),
 )
 SNAPSHOT_NODES = Gauge("repack_snapshot_nodes", "Nodes in the last decoded snapshot")
@@ -21,6 +22,7 @@ SESSIONS = Gauge("repack_sessions", "Open sessions in the cache")
 KERNELS = Gauge("repack_kernels_compiled", "1 when the Cython kernels are in use, 0 on the Python twins")
 
 
-def serve_metrics(port: int, host: str = "0.0.0.0") -> None:
-    """Start the /metrics endpoint in a daemon thread."""
-    start_http_server(port, addr=host)
+def serve_metrics(port: int, host: str = "0.0.0.0") -> int:
+    """Start the /metrics endpoint in a daemon thread; returns the bound port (port 0 picks one)."""
+    httpd, _thread = start_http_server(port, addr=host)
+    return int(httpd.server_port)

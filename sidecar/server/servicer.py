@@ -54,7 +54,7 @@ class Deadline:
 
 
 class HasSource(Protocol):
-    def WhichOneof(self, name: str) -> str | None: ...  # noqa: N802 - protobuf API
+    def WhichOneof(self, name: str) -> str | None: ...
 
 
 class RepackService:
@@ -197,7 +197,7 @@ def _rpc(config: ServerConfig, work: Work) -> Callable[[Any, grpc.aio.ServicerCo
     return handle
 
 
-def generic_handler(service: RepackService, config: ServerConfig) -> grpc.GenericRpcHandler:
+def generic_handler(service: RepackService, config: ServerConfig) -> grpc.GenericRpcHandler:  # type: ignore[type-arg]
     methods: dict[str, tuple[type[Message], Work]] = {
         "Evaluate": (service_pb2.EvaluateRequest, service.evaluate),
         "Plan": (service_pb2.PlanRequest, _unimplemented("Plan", "Repack planner issue")),

@@ -38,9 +38,7 @@ def _quantity(path: str, value: float) -> float:
     return value
 
 
-def _decode_nodes(
-    snap: pb.Snapshot, limits: Limits
-) -> tuple[list[str], dict[str, int], list[dict[str, float]]]:
+def _decode_nodes(snap: pb.Snapshot, limits: Limits) -> tuple[list[str], dict[str, int], list[dict[str, float]]]:
     """Names and allocatable maps; labels and taints stay in the messages (read lazily)."""
     if len(snap.nodes) > limits.max_nodes:
         raise SnapshotError("nodes", f"{len(snap.nodes)} nodes exceed the limit of {limits.max_nodes}")
@@ -82,7 +80,9 @@ def _alloc_matrix(node_alloc: list[dict[str, float]], res_index: dict[str, int])
     for i, amap in enumerate(node_alloc):
         for res, value in amap.items():
             alloc[i, res_index[res]] = value
-    bad = np.argwhere(~(alloc >= 0) | np.isnan(alloc) | ((alloc == np.inf) & (np.arange(len(res_index)) != res_index[PODS])))
+    bad = np.argwhere(
+        ~(alloc >= 0) | np.isnan(alloc) | ((alloc == np.inf) & (np.arange(len(res_index)) != res_index[PODS]))
+    )
     if bad.size:
         i, j = (int(x) for x in bad[0])
         res = next(r for r, k in res_index.items() if k == j)
@@ -210,7 +210,8 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
         if bad.size:
             i = int(bad[0])
             raise SnapshotError(
-                f"task_columns.namespace[{i}]", f"unknown namespace index {int(ns_col[i])} ({len(ns.values)} namespaces)"
+                f"task_columns.namespace[{i}]",
+                f"unknown namespace index {int(ns_col[i])} ({len(ns.values)} namespaces)",
             )
         bad = np.flatnonzero(~np.isin(t_status[:n_col], list(_VALID_STATUS)))
         if bad.size:

@@ -14,6 +14,7 @@ What it builds, so results can be read against it:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -97,8 +98,18 @@ def synth(opts: SynthOptions) -> pb.Snapshot:
             snap.profiles.append(profile)
         return profiles[key]
 
-    def add_task(name: str, ns: int, node: int, status: int, pg: int, prof: int, cpu: float, mem: float, cards: float,
-                 role: str = "") -> None:
+    def add_task(
+        name: str,
+        ns: int,
+        node: int,
+        status: Any,
+        pg: int,
+        prof: int,
+        cpu: float,
+        mem: float,
+        cards: float,
+        role: str = "",
+    ) -> None:
         cols.uid.append(f"uid-{len(cols.uid):08d}")
         cols.name.append(name)
         cols.namespace.append(ns)
@@ -127,7 +138,7 @@ def synth(opts: SynthOptions) -> pb.Snapshot:
 
     free = np.full(opts.nodes, opts.cards_per_node, dtype=np.int64)
     schedulable = np.array([not n.unschedulable for n in snap.nodes])
-    target_cards = int(round(opts.fill * opts.cards_per_node * int(schedulable.sum())))
+    target_cards = round(opts.fill * opts.cards_per_node * int(schedulable.sum()))
     placed_cards = 0
     job = 0
     misses = 0
@@ -181,16 +192,36 @@ def synth(opts: SynthOptions) -> pb.Snapshot:
             if anti and fits.size:
                 fits = np.array([n for n in fits if n not in used_nodes], dtype=np.int64)
             if fits.size == 0:
-                add_task(f"{name}-worker-{r}", ns, -1, PENDING, pg_index, prof, 8000.0 * cards, 64.0 * GIB * cards,
-                         cards * unit, "worker")
+                add_task(
+                    f"{name}-worker-{r}",
+                    ns,
+                    -1,
+                    PENDING,
+                    pg_index,
+                    prof,
+                    8000.0 * cards,
+                    64.0 * GIB * cards,
+                    cards * unit,
+                    "worker",
+                )
                 continue
-            node = int(fits[rng.integers(0, fits.size)])
-            free[node] -= cards
-            used_nodes.add(node)
+            chosen = int(fits[rng.integers(0, fits.size)])
+            free[chosen] -= cards
+            used_nodes.add(chosen)
             placed_cards += cards
             placed_any = True
-            add_task(f"{name}-worker-{r}", ns, node, RUNNING, pg_index, prof, 8000.0 * cards, 64.0 * GIB * cards,
-                     cards * unit, "worker")
+            add_task(
+                f"{name}-worker-{r}",
+                ns,
+                chosen,
+                RUNNING,
+                pg_index,
+                prof,
+                8000.0 * cards,
+                64.0 * GIB * cards,
+                cards * unit,
+                "worker",
+            )
         misses = 0 if placed_any else misses + 1
         snap.pod_groups.add(
             namespace=snap.namespaces[ns].name,
@@ -203,12 +234,14 @@ def synth(opts: SynthOptions) -> pb.Snapshot:
         )
         job += 1
 
-    cpu_prof = profile_index(pb.TaskProfile(labels={"app": "cpu-batch"}, scheduler_name="default-scheduler",
-                                            owner_kind="ReplicaSet"))
-    n_cpu = int(round(opts.cpu_pods_per_node * opts.nodes))
+    cpu_prof = profile_index(
+        pb.TaskProfile(labels={"app": "cpu-batch"}, scheduler_name="default-scheduler", owner_kind="ReplicaSet")
+    )
+    n_cpu = round(opts.cpu_pods_per_node * opts.nodes)
     for k in range(n_cpu):
-        add_task(f"cpu-batch-{k}", ns_batch, int(rng.integers(0, opts.nodes)), RUNNING, -1, cpu_prof, 2000.0,
-                 4.0 * GIB, 0.0)
+        add_task(
+            f"cpu-batch-{k}", ns_batch, int(rng.integers(0, opts.nodes)), RUNNING, -1, cpu_prof, 2000.0, 4.0 * GIB, 0.0
+        )
 
     cols.requests.add(resource="cpu", values=req_cpu)
     cols.requests.add(resource="memory", values=req_mem)

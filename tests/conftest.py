@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from sidecar import logs
+from sidecar.server.app import RunningServer, start
+from sidecar.server.config import MIB, ServerConfig
+
+logs.configure("json", "warning")
+
+
+class ServerThread:
+    """A real grpc.aio server on loopback, run on its own event loop in a background thread."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.running: RunningServer = self.call(start(config))
+        self.target = f"127.0.0.1:{self.running.port}"
+
+    def call(self, coro):  # type: ignore[no-untyped-def]
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+
+    def stop(self) -> None:
+        self.call(self.running.server.stop(None))
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[ServerThread]:
+    s = ServerThread(ServerConfig(port=0, metrics_port=-1, max_message_bytes=4 * MIB, session_ttl_seconds=60))
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def make_server() -> Iterator[object]:
+    started: list[ServerThread] = []
+
+    def factory(**overrides: object) -> ServerThread:
+        s = ServerThread(ServerConfig(**{"port": 0, "metrics_port": -1, **overrides}))  # type: ignore[arg-type]
+        started.append(s)
+        return s
+
+    yield factory
+    for s in started:
+        s.stop()

@@ -1,0 +1,210 @@
+"""Snapshot validation (every error names its field) and the row/column equivalence."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from builders import GPU, node, snapshot, task
+
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.snapshot.decode import Limits, decode
+from sidecar.snapshot.errors import SnapshotError
+from sidecar.snapshot.synth import SynthOptions, synth
+
+
+def base() -> pb.Snapshot:
+    return snapshot(
+        [node("n-0"), node("n-1")],
+        [task("a", "n-0", 1, pod_group="pg"), task("b", "n-1", 2, pod_group="pg")],
+        [pb.PodGroup(namespace="default", name="pg", min_member=1)],
+    )
+
+
+def columns() -> pb.Snapshot:
+    return synth(SynthOptions(nodes=8, fill=0.5, seed=5))
+
+
+MALFORMED = [
+    # (id, mutate, expected field prefix, words in the message)
+    ("unknown node", lambda s: setattr(s.tasks[1], "node", "n-9"), "tasks[1].node", 'unknown node "n-9"'),
+    (
+        "unknown pod group",
+        lambda s: setattr(s.tasks[0], "pod_group", "nope"),
+        "tasks[0].pod_group",
+        'unknown PodGroup "default/nope"',
+    ),
+    (
+        "negative request",
+        lambda s: s.tasks[0].requests.__setitem__("cpu", -5),
+        'tasks[0].requests["cpu"]',
+        "negative quantity",
+    ),
+    ("nan request", lambda s: s.tasks[0].requests.__setitem__(GPU, math.nan), f'tasks[0].requests["{GPU}"]', "finite"),
+    (
+        "negative allocatable",
+        lambda s: s.nodes[1].allocatable.__setitem__(GPU, -8000),
+        f'nodes[1].allocatable["{GPU}"]',
+        "negative quantity",
+    ),
+    (
+        "infinite allocatable",
+        lambda s: s.nodes[0].allocatable.__setitem__("cpu", math.inf),
+        'nodes[0].allocatable["cpu"]',
+        "finite",
+    ),
+    ("duplicate node", lambda s: setattr(s.nodes[1], "name", "n-0"), "nodes[1].name", 'duplicate node "n-0"'),
+    ("missing node name", lambda s: setattr(s.nodes[0], "name", ""), "nodes[0].name", "missing"),
+    ("duplicate uid", lambda s: setattr(s.tasks[1], "uid", s.tasks[0].uid), "tasks[1].uid", "duplicate task uid"),
+    ("duplicate pod", lambda s: setattr(s.tasks[1], "name", "a"), "tasks[1].name", 'duplicate pod "default/a"'),
+    ("missing task name", lambda s: setattr(s.tasks[0], "name", ""), "tasks[0].name", "missing"),
+    ("missing namespace", lambda s: setattr(s.tasks[0], "namespace", ""), "tasks[0].namespace", "missing"),
+    ("missing status", lambda s: setattr(s.tasks[0], "status", 0), "tasks[0].status", "missing"),
+    ("invalid status", lambda s: setattr(s.tasks[0], "status", 3), "tasks[0].status", "invalid status 3"),
+    (
+        "duplicate pod group",
+        lambda s: s.pod_groups.add(namespace="default", name="pg"),
+        "pod_groups[1].name",
+        "duplicate PodGroup",
+    ),
+    (
+        "negative min member",
+        lambda s: setattr(s.pod_groups[0], "min_member", -1),
+        "pod_groups[0].min_member",
+        "negative",
+    ),
+    (
+        "taint effect",
+        lambda s: s.nodes[0].taints.add(key="k", effect="Sometimes"),
+        "nodes[0].taints[0].effect",
+        'unknown effect "Sometimes"',
+    ),
+    ("taint key", lambda s: s.nodes[0].taints.add(effect="NoSchedule"), "nodes[0].taints[0].key", "missing"),
+]
+
+
+@pytest.mark.parametrize("mutate,field,words", [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
+def test_malformed_rows(mutate, field: str, words: str) -> None:  # type: ignore[no-untyped-def]
+    snap = base()
+    decode(snap)  # the base is valid
+    mutate(snap)
+    with pytest.raises(SnapshotError) as err:
+        decode(snap)
+    assert err.value.field == field
+    assert words in str(err.value)
+
+
+COLUMN_MALFORMED = [
+    ("node index", lambda c: c.node.__setitem__(3, 99), "task_columns.node[3]", "unknown node index 99 (8 nodes"),
+    ("node index below -1", lambda c: c.node.__setitem__(0, -2), "task_columns.node[0]", "unknown node index -2"),
+    (
+        "pod group index",
+        lambda c: c.pod_group.__setitem__(1, 10_000),
+        "task_columns.pod_group[1]",
+        "unknown pod_group index",
+    ),
+    ("profile index", lambda c: c.profile.__setitem__(2, 500), "task_columns.profile[2]", "unknown profile index"),
+    (
+        "namespace index",
+        lambda c: c.namespace.__setitem__(4, 7),
+        "task_columns.namespace[4]",
+        "unknown namespace index 7",
+    ),
+    ("short column", lambda c: c.node.pop(), "task_columns.node", "expected"),
+    ("status", lambda c: c.status.__setitem__(0, 5), "task_columns.status[0]", "invalid task status 5"),
+    (
+        "negative request",
+        lambda c: c.requests[0].values.__setitem__(6, -1.0),
+        'task_columns.requests[0] ("cpu")',
+        "negative",
+    ),
+    ("short request column", lambda c: c.requests[2].values.pop(), "task_columns.requests[2]", "entries, expected"),
+    (
+        "duplicate column",
+        lambda c: c.requests.add(resource="cpu", values=list(c.requests[0].values)),
+        "task_columns.requests[3].resource",
+        'duplicate column "cpu"',
+    ),
+    ("missing uid", lambda c: c.uid.__setitem__(5, ""), "task_columns.uid[5]", "missing"),
+    ("duplicate uid", lambda c: c.uid.__setitem__(5, c.uid[4]), "task_columns.uid[5]", "duplicate task uid"),
+]
+
+
+@pytest.mark.parametrize("mutate,field,words", [m[1:] for m in COLUMN_MALFORMED], ids=[m[0] for m in COLUMN_MALFORMED])
+def test_malformed_columns(mutate, field: str, words: str) -> None:  # type: ignore[no-untyped-def]
+    snap = columns()
+    decode(snap)
+    mutate(snap.task_columns)
+    with pytest.raises(SnapshotError) as err:
+        decode(snap)
+    assert err.value.field.startswith(field), str(err.value)
+    assert words in str(err.value)
+
+
+def test_limits_are_invalid_argument_with_field() -> None:
+    with pytest.raises(SnapshotError, match=r"^nodes: 2 nodes exceed the limit of 1$"):
+        decode(base(), Limits(max_nodes=1))
+    with pytest.raises(SnapshotError, match=r"^tasks: 2 tasks exceed the limit of 1$"):
+        decode(base(), Limits(max_tasks=1))
+
+
+def _rows_from_columns(snap: pb.Snapshot) -> pb.Snapshot:
+    """The same cluster written one message per pod."""
+    out = pb.Snapshot(name=snap.name, nodes=snap.nodes, pod_groups=snap.pod_groups, namespaces=snap.namespaces)
+    c = snap.task_columns
+    for i in range(len(c.uid)):
+        t = out.tasks.add(
+            uid=c.uid[i],
+            name=c.name[i],
+            namespace=snap.namespaces[c.namespace[i]].name,
+            node=snap.nodes[c.node[i]].name if c.node[i] >= 0 else "",
+            status=c.status[i],
+            pod_group=snap.pod_groups[c.pod_group[i]].name if c.pod_group[i] >= 0 else "",
+            priority=c.priority[i],
+            role=c.role[i] if len(c.role) else "",
+        )
+        t.profile.CopyFrom(snap.profiles[c.profile[i]])
+        for col in c.requests:
+            if col.values[i]:
+                t.requests[col.resource] = col.values[i]
+    return out
+
+
+def test_rows_and_columns_decode_to_the_same_state() -> None:
+    snap = synth(SynthOptions(nodes=40, fill=0.7, seed=11))
+    a, b = decode(snap), decode(_rows_from_columns(snap))
+    assert a.resources == b.resources
+    assert a.node_names == b.node_names
+    assert a.task_uid == b.task_uid and a.task_name == b.task_name
+    for attr in ("task_namespace", "task_node", "task_status", "task_pod_group", "task_priority", "task_req"):
+        np.testing.assert_array_equal(getattr(a, attr), getattr(b, attr), err_msg=attr)
+    assert [a.profiles[i] for i in a.task_profile] == [b.profiles[i] for i in b.task_profile]
+    np.testing.assert_array_equal(a.ledger.future_idle, b.ledger.future_idle)
+
+
+def test_ledger_follows_volcano_node_accounting() -> None:
+    nodes = [node("n", cards=8)]
+    tasks = [
+        task("run", "n", 2),
+        task("rel", "n", 1, status=pb.Task.Releasing),
+        task("pipe", "n", 4, status=pb.Task.Pipelined),
+        task("done", "n", 8, status=pb.Task.Succeeded),
+        task("bound", "n", 1, status=pb.Task.Bound),
+    ]
+    state = decode(snapshot(nodes, tasks))
+    g = state.resource(GPU)
+    led = state.ledger
+    assert led.used[0, g] == 4000  # run + rel + bound
+    assert led.releasing[0, g] == 1000
+    assert led.pipelined[0, g] == 4000
+    assert led.idle[0, g] == 4000
+    assert led.future_idle[0, g] == 4000 + 1000 - 4000
+    assert led.used[0, state.resource("pods")] == 3  # every task requests one pod slot
+
+
+def test_pods_allocatable_missing_means_unlimited() -> None:
+    n = node("n")
+    del n.allocatable["pods"]
+    state = decode(snapshot([n], [task("a", "n")]))
+    assert np.isinf(state.node_alloc[0, state.resource("pods")])
