@@ -180,6 +180,23 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_health(ns: argparse.Namespace) -> int:
+    """grpc.health.v1 Check against a running sidecar: exit 0 only when SERVING (for exec probes)."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    with grpc.insecure_channel(ns.target) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            reply = stub.Check(health_pb2.HealthCheckRequest(service=ns.service), timeout=ns.timeout)
+        except grpc.RpcError as exc:
+            print(f"{ns.target}: {exc.code().name}: {exc.details()}", file=sys.stderr)
+            return 1
+    status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    print(status)
+    return 0 if reply.status == health_pb2.HealthCheckResponse.SERVING else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     d = ServerConfig()
     p = argparse.ArgumentParser(prog="repack-sidecar", description=__doc__)
@@ -199,6 +216,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-sessions", type=int, default=d.max_sessions)
     s.add_argument("--grace", type=float, default=d.shutdown_grace_seconds, help="drain seconds on SIGTERM")
     s.set_defaults(func=cmd_serve)
+
+    h = sub.add_parser("health", help="check a running sidecar's health (exit 0 when SERVING)")
+    h.add_argument("--target", default=f"127.0.0.1:{d.port}")
+    h.add_argument("--service", default="", help='"" for the whole server, or a service name')
+    h.add_argument("--timeout", type=float, default=2.0)
+    h.set_defaults(func=cmd_health)
 
     e = sub.add_parser("evaluate", help="fragmentation per resource of a snapshot file")
     e.add_argument("--snapshot", required=True, help="JSON/YAML (protobuf JSON form) or .pb")

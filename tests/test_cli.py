@@ -120,10 +120,13 @@ def test_serve_logs_json_exposes_metrics_and_drains_on_sigterm() -> None:
         assert "repack_snapshot_decode_seconds_count 1.0" in body
         health = health_pb2_grpc.HealthStub(channel)
         assert health.Check(health_pb2.HealthCheckRequest(), timeout=5).status == health_pb2.HealthCheckResponse.SERVING
+        probe = run("health", "--target", target)
+        assert probe.returncode == 0 and probe.stdout.strip() == "SERVING"
         proc.send_signal(signal.SIGTERM)
         _wait_for(proc, "draining")
         _wait_for(proc, "stopped")
         assert proc.wait(timeout=20) == 0
+        assert run("health", "--target", target, "--timeout", "1").returncode == 1
     finally:
         if proc.poll() is None:
             proc.kill()

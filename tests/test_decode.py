@@ -11,6 +11,7 @@ from builders import GPU, node, snapshot, task
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.snapshot.decode import Limits, decode
 from sidecar.snapshot.errors import SnapshotError
+from sidecar.snapshot.forms import to_rows
 from sidecar.snapshot.synth import SynthOptions, synth
 
 
@@ -149,31 +150,9 @@ def test_limits_are_invalid_argument_with_field() -> None:
         decode(base(), Limits(max_tasks=1))
 
 
-def _rows_from_columns(snap: pb.Snapshot) -> pb.Snapshot:
-    """The same cluster written one message per pod."""
-    out = pb.Snapshot(name=snap.name, nodes=snap.nodes, pod_groups=snap.pod_groups, namespaces=snap.namespaces)
-    c = snap.task_columns
-    for i in range(len(c.uid)):
-        t = out.tasks.add(
-            uid=c.uid[i],
-            name=c.name[i],
-            namespace=snap.namespaces[c.namespace[i]].name,
-            node=snap.nodes[c.node[i]].name if c.node[i] >= 0 else "",
-            status=c.status[i],
-            pod_group=snap.pod_groups[c.pod_group[i]].name if c.pod_group[i] >= 0 else "",
-            priority=c.priority[i],
-            role=c.role[i] if len(c.role) else "",
-        )
-        t.profile.CopyFrom(snap.profiles[c.profile[i]])
-        for col in c.requests:
-            if col.values[i]:
-                t.requests[col.resource] = col.values[i]
-    return out
-
-
 def test_rows_and_columns_decode_to_the_same_state() -> None:
     snap = synth(SynthOptions(nodes=40, fill=0.7, seed=11))
-    a, b = decode(snap), decode(_rows_from_columns(snap))
+    a, b = decode(snap), decode(to_rows(snap))
     assert a.resources == b.resources
     assert a.node_names == b.node_names
     assert a.task_uid == b.task_uid and a.task_name == b.task_name
