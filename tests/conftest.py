@@ -51,3 +51,10 @@ def make_server() -> Iterator[object]:
     yield factory
     for s in started:
         s.stop()
+
+
+@pytest.fixture(autouse=True)
+def _quiet_logs() -> Iterator[None]:
+    """CLI tests reconfigure logging; put the suite's level back afterwards."""
+    yield
+    logs.configure("json", "warning")
