@@ -8,17 +8,23 @@ becomes INVALID_ARGUMENT with a sentence, instead of gRPC's generic RESOURCE_EXH
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import grpc
+import numpy as np
 import structlog
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from sidecar.api.v1alpha1 import plan_pb2, service_pb2
+from sidecar.mirror.core import Mirror, Verdict
+from sidecar.mirror.predicates import FilterResult, Subject
+from sidecar.mirror.simulation import Simulation
 from sidecar.repack.fragmentation import fragmentation, goal_resources
 from sidecar.server import metrics
 from sidecar.server.config import ServerConfig
@@ -115,6 +121,63 @@ class RepackService:
             deadline.check(f"evaluating {name}")
         return out
 
+    def _mirror(self, request: Any, deadline: Deadline) -> tuple[Mirror, Simulation | None, threading.Lock | None]:
+        """The snapshot's mirror; a session keeps its mirror and base simulation between calls."""
+        if request.WhichOneof("source") == "session_id":
+            session = self._sessions.get(request.session_id)
+            if session is None:
+                raise _NotFound(f'session_id: no open session "{request.session_id}" (expired or closed)')
+            with session.lock:
+                if session.mirror is None:
+                    session.mirror = Mirror(session.state)
+                    session.simulation = Simulation(session.state)
+            return session.mirror, session.simulation, session.lock
+        return Mirror(self._state(request, deadline)), None, None
+
+    def _subject(self, mirror: Mirror, request: Any) -> Subject:
+        which = request.WhichOneof("subject")
+        if which == "task_uid":
+            return mirror.subject_for_uid(request.task_uid)
+        if which == "task":
+            return mirror.subject_from_message(request.task)
+        raise SnapshotError("subject", "set either task_uid or task")
+
+    def _verdict(self, request: Any, deadline: Deadline, score: bool) -> tuple[Mirror, Verdict, int]:
+        mirror, sim, lock = self._mirror(request, deadline)
+        subject = self._subject(mirror, request)
+        nodes = mirror.node_indices(list(request.nodes))
+        deadline.check("preparing the check")
+        with lock or contextlib.nullcontext():
+            verdict = mirror.prioritize(subject, nodes, sim) if score else Verdict(mirror.filter(subject, nodes, sim))
+        wanted = mirror.state.n_nodes if nodes is None else len(nodes)
+        return mirror, verdict, wanted
+
+    def filter(self, request: service_pb2.FilterRequest, deadline: Deadline) -> service_pb2.FilterResponse:
+        mirror, verdict, wanted = self._verdict(request, deadline, score=False)
+        result, names = verdict.filter, mirror.state.node_names
+        out = service_pb2.FilterResponse(
+            feasible_nodes=[names[i] for i in np.flatnonzero(result.feasible)],
+            future_idle_only_nodes=[names[i] for i in np.flatnonzero(result.feasible & ~result.fits_idle)],
+            message=fit_message(result, wanted),
+        )
+        for reasons, members in result.groups:
+            out.failures.add(reasons=reasons, nodes=[names[i] for i in members])
+        return out
+
+    def prioritize(self, request: service_pb2.PrioritizeRequest, deadline: Deadline) -> service_pb2.PrioritizeResponse:
+        mirror, verdict, _ = self._verdict(request, deadline, score=True)
+        names = mirror.state.node_names
+        out = service_pb2.PrioritizeResponse()
+        scores = verdict.scores
+        assert scores is not None
+        for i in scores.ranked(names):
+            entry = out.scores.add(node=names[scores.nodes[i]], score=float(scores.total[i]))
+            for plugin, values in scores.plugins.items():
+                entry.plugins[plugin] = float(values[i])
+        for reasons, members in verdict.filter.groups:
+            out.failures.add(reasons=reasons, nodes=[names[i] for i in members])
+        return out
+
     def open_session(
         self, request: service_pb2.OpenSessionRequest, deadline: Deadline
     ) -> service_pb2.OpenSessionResponse:
@@ -139,6 +202,23 @@ class RepackService:
         closed = self._sessions.close(request.session_id)
         metrics.SESSIONS.set(len(self._sessions))
         return service_pb2.CloseSessionResponse(closed=closed)
+
+
+def fit_message(result: FilterResult, wanted: int) -> str:
+    """Volcano's FitErrors histogram: "3/5 nodes are unavailable: 1 Insufficient cpu, 2 ...".
+
+    Empty when every requested node is feasible.
+    """
+    counts: dict[str, int] = {}
+    failed = 0
+    for reasons, members in result.groups:
+        failed += len(members)
+        for reason in reasons:
+            counts[reason] = counts.get(reason, 0) + len(members)
+    if not failed:
+        return ""
+    parts = sorted(f"{n} {reason}" for reason, n in counts.items())
+    return f"{failed}/{wanted} nodes are unavailable: {', '.join(parts)}."
 
 
 class _NotFound(Exception):
@@ -201,8 +281,8 @@ def generic_handler(service: RepackService, config: ServerConfig) -> grpc.Generi
     methods: dict[str, tuple[type[Message], Work]] = {
         "Evaluate": (service_pb2.EvaluateRequest, service.evaluate),
         "Plan": (service_pb2.PlanRequest, _unimplemented("Plan", "Repack planner issue")),
-        "Filter": (service_pb2.FilterRequest, _unimplemented("Filter", "Mirror core issue")),
-        "Prioritize": (service_pb2.PrioritizeRequest, _unimplemented("Prioritize", "Mirror core issue")),
+        "Filter": (service_pb2.FilterRequest, service.filter),
+        "Prioritize": (service_pb2.PrioritizeRequest, service.prioritize),
         "OpenSession": (service_pb2.OpenSessionRequest, service.open_session),
         "CloseSession": (service_pb2.CloseSessionRequest, service.close_session),
     }

@@ -7,16 +7,22 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from sidecar.mirror.core import Mirror
+from sidecar.mirror.simulation import Simulation
 from sidecar.snapshot.state import ClusterState
 
 
-@dataclass(frozen=True)
+@dataclass
 class Session:
     id: str
     state: ClusterState
     expires_at: float  # wall clock (time.time())
+    #: built on first Filter/Prioritize and reused; calls on one session take the lock.
+    mirror: Mirror | None = None
+    simulation: Simulation | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class SessionCache:

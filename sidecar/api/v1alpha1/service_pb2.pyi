@@ -59,20 +59,24 @@ class FilterRequest(_message.Message):
     def __init__(self, snapshot: _Optional[_Union[_snapshot_pb2.Snapshot, _Mapping]] = ..., session_id: _Optional[str] = ..., task_uid: _Optional[str] = ..., task: _Optional[_Union[_snapshot_pb2.Task, _Mapping]] = ..., nodes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class FilterResponse(_message.Message):
-    __slots__ = ("feasible_nodes", "failures")
+    __slots__ = ("feasible_nodes", "future_idle_only_nodes", "failures", "message")
     FEASIBLE_NODES_FIELD_NUMBER: _ClassVar[int]
+    FUTURE_IDLE_ONLY_NODES_FIELD_NUMBER: _ClassVar[int]
     FAILURES_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
     feasible_nodes: _containers.RepeatedScalarFieldContainer[str]
-    failures: _containers.RepeatedCompositeFieldContainer[NodeFailure]
-    def __init__(self, feasible_nodes: _Optional[_Iterable[str]] = ..., failures: _Optional[_Iterable[_Union[NodeFailure, _Mapping]]] = ...) -> None: ...
+    future_idle_only_nodes: _containers.RepeatedScalarFieldContainer[str]
+    failures: _containers.RepeatedCompositeFieldContainer[FailureGroup]
+    message: str
+    def __init__(self, feasible_nodes: _Optional[_Iterable[str]] = ..., future_idle_only_nodes: _Optional[_Iterable[str]] = ..., failures: _Optional[_Iterable[_Union[FailureGroup, _Mapping]]] = ..., message: _Optional[str] = ...) -> None: ...
 
-class NodeFailure(_message.Message):
-    __slots__ = ("node", "reasons")
-    NODE_FIELD_NUMBER: _ClassVar[int]
+class FailureGroup(_message.Message):
+    __slots__ = ("reasons", "nodes")
     REASONS_FIELD_NUMBER: _ClassVar[int]
-    node: str
+    NODES_FIELD_NUMBER: _ClassVar[int]
     reasons: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, node: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
+    nodes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, reasons: _Optional[_Iterable[str]] = ..., nodes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PrioritizeRequest(_message.Message):
     __slots__ = ("snapshot", "session_id", "task_uid", "task", "nodes")
@@ -89,10 +93,12 @@ class PrioritizeRequest(_message.Message):
     def __init__(self, snapshot: _Optional[_Union[_snapshot_pb2.Snapshot, _Mapping]] = ..., session_id: _Optional[str] = ..., task_uid: _Optional[str] = ..., task: _Optional[_Union[_snapshot_pb2.Task, _Mapping]] = ..., nodes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PrioritizeResponse(_message.Message):
-    __slots__ = ("scores",)
+    __slots__ = ("scores", "failures")
     SCORES_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_FIELD_NUMBER: _ClassVar[int]
     scores: _containers.RepeatedCompositeFieldContainer[NodeScore]
-    def __init__(self, scores: _Optional[_Iterable[_Union[NodeScore, _Mapping]]] = ...) -> None: ...
+    failures: _containers.RepeatedCompositeFieldContainer[FailureGroup]
+    def __init__(self, scores: _Optional[_Iterable[_Union[NodeScore, _Mapping]]] = ..., failures: _Optional[_Iterable[_Union[FailureGroup, _Mapping]]] = ...) -> None: ...
 
 class NodeScore(_message.Message):
     __slots__ = ("node", "score", "plugins")

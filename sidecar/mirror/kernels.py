@@ -1,0 +1,160 @@
+"""Hot loops of the mirror core: Cython kernels (ext/feasibility.pyx) and their Python twins.
+
+The twins below are the specification: plain loops that say exactly what is computed. The
+kernels must return identical results (tests/test_mirror_kernels.py, hypothesis). Dispatch
+picks the kernel when it is built, unless REPACK_KERNELS=python.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar.snapshot.units import TOLERANCE
+
+F64 = npt.NDArray[np.float64]
+U8 = npt.NDArray[np.uint8]
+I32 = npt.NDArray[np.int32]
+
+
+def _load() -> Any:
+    if os.environ.get("REPACK_KERNELS", "").lower() == "python":
+        return None
+    try:
+        from sidecar.mirror import _feasibility  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _feasibility
+
+
+_K = _load()
+
+
+def available() -> bool:
+    return _K is not None
+
+
+# -- first insufficient resource ---------------------------------------------------------------
+
+
+def first_insufficient_twin(req: F64, free: F64, dims: npt.NDArray[np.intp]) -> npt.NDArray[np.int16]:
+    """For each node, the first resource in ``dims`` order with req - free >= 0.1, or -1.
+
+    Volcano's LessEqual: l <= r  iff  l < r or |l - r| < 0.1, i.e. l - r < 0.1.
+    """
+    out = np.full(free.shape[0], -1, np.int16)
+    for n in range(free.shape[0]):
+        for d in dims:
+            if req[d] - free[n, d] >= TOLERANCE:
+                out[n] = d
+                break
+    return out
+
+
+def first_insufficient(
+    req: F64, free: F64, dims: npt.NDArray[np.intp], *, use_kernel: bool | None = None
+) -> npt.NDArray[np.int16]:
+    if _pick(use_kernel):
+        out = np.empty(free.shape[0], np.int16)
+        _K.first_insufficient(
+            np.ascontiguousarray(req, np.float64),
+            np.ascontiguousarray(free, np.float64),
+            np.ascontiguousarray(dims, np.intp),
+            TOLERANCE,
+            out,
+        )
+        return out
+    return first_insufficient_vectorised(req, free, dims)
+
+
+def first_insufficient_vectorised(req: F64, free: F64, dims: npt.NDArray[np.intp]) -> npt.NDArray[np.int16]:
+    """numpy form of the twin, used when the kernel is not built (same result)."""
+    if dims.size == 0:
+        return np.full(free.shape[0], -1, np.int16)
+    bad = (req[dims][None, :] - free[:, dims]) >= TOLERANCE
+    any_bad = bad.any(axis=1)
+    return np.where(any_bad, dims[bad.argmax(axis=1)], -1).astype(np.int16)
+
+
+# -- feasible node counts per task class --------------------------------------------------------
+
+
+def feasible_counts_twin(
+    class_req: F64,
+    class_dims: U8,
+    class_static: I32,
+    static_ok: U8,
+    class_dynamic: I32,
+    dynamic_ok: U8,
+    free: F64,
+    pod_room: U8,
+) -> npt.NDArray[np.int64]:
+    """Per task class: how many nodes pass the node-only checks, the class's dynamic mask (if
+    any), the pod-count check and resource fit on the class's checked dimensions."""
+    counts = np.zeros(class_req.shape[0], np.int64)
+    for c in range(class_req.shape[0]):
+        total = 0
+        for n in range(free.shape[0]):
+            if not pod_room[n] or not static_ok[class_static[c], n]:
+                continue
+            if class_dynamic[c] >= 0 and not dynamic_ok[class_dynamic[c], n]:
+                continue
+            if all(not class_dims[c, r] or class_req[c, r] - free[n, r] < TOLERANCE for r in range(free.shape[1])):
+                total += 1
+        counts[c] = total
+    return counts
+
+
+def feasible_counts_vectorised(
+    class_req: F64,
+    class_dims: U8,
+    class_static: I32,
+    static_ok: U8,
+    class_dynamic: I32,
+    dynamic_ok: U8,
+    free: F64,
+    pod_room: U8,
+) -> npt.NDArray[np.int64]:
+    counts = np.zeros(class_req.shape[0], np.int64)
+    room = pod_room.astype(bool)
+    for c in range(class_req.shape[0]):
+        ok = room & static_ok[class_static[c]].astype(bool)
+        if class_dynamic[c] >= 0:
+            ok &= dynamic_ok[class_dynamic[c]].astype(bool)
+        dims = np.flatnonzero(class_dims[c])
+        if dims.size:
+            ok &= ((class_req[c, dims][None, :] - free[:, dims]) < TOLERANCE).all(axis=1)
+        counts[c] = int(ok.sum())
+    return counts
+
+
+def feasible_counts(
+    class_req: F64,
+    class_dims: U8,
+    class_static: I32,
+    static_ok: U8,
+    class_dynamic: I32,
+    dynamic_ok: U8,
+    free: F64,
+    pod_room: U8,
+    *,
+    use_kernel: bool | None = None,
+) -> npt.NDArray[np.int64]:
+    args = (class_req, class_dims, class_static, static_ok, class_dynamic, dynamic_ok, free, pod_room)
+    if _pick(use_kernel):
+        counts = np.empty(class_req.shape[0], np.int64)
+        c = [np.ascontiguousarray(a) for a in args]
+        _K.feasible_counts(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], TOLERANCE, counts)
+        return counts
+    return feasible_counts_vectorised(*args)
+
+
+def _pick(use_kernel: bool | None) -> bool:
+    if use_kernel is None:
+        return _K is not None
+    if use_kernel and _K is None:
+        raise RuntimeError("the Cython feasibility kernels are not built")
+    return use_kernel

@@ -1,0 +1,315 @@
+"""Volcano node order for one task over its feasible candidates.
+
+Summed as Volcano sums its node-order functions (allocate: PrioritizeNodes):
+
+* ``binpack``   100 x binpack.weight x sum_r(w_r x (req_r + used_r) / alloc_r) / sum_r w_r over the
+  resources the task requests that have a weight; a resource that would overflow (or has no
+  capacity) contributes 0 but keeps its weight in the sum (plugins/binpack/binpack.go).
+* ``nodeorder`` per node: leastrequested, mostrequested, balancedresource (Kubernetes'
+  noderesources scorers, integer arithmetic) and nodeaffinity (sum of matching preferred term
+  weights, not normalised: Volcano's TODO), each times its weight; imagelocality scores 0 (the
+  snapshot carries no image data).
+* ``nodeorder`` batch, normalised over the candidate list as Kubernetes does: tainttoleration
+  (reverse, PreferNoSchedule), podaffinity (preferred terms and existing pods' terms, min-max),
+  podtopologyspread (ScheduleAnyway constraints).
+
+Volcano breaks ties at random; the mirror ranks by score, then node name.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.mirror.conf import SchedulerConf
+from sidecar.mirror.predicates import Predicates, Subject
+from sidecar.mirror.selectors import PREFER_NO_SCHEDULE, label_selector_matches, node_affinity_mask, tolerates
+from sidecar.mirror.simulation import Simulation
+from sidecar.snapshot.units import BASE_RESOURCES, CPU, MEMORY
+
+F64 = npt.NDArray[np.float64]
+MAX_SCORE = 100
+DEFAULT_MILLI_CPU = 100.0  # Kubernetes' non-zero defaults for pods without requests
+DEFAULT_MEMORY = 200.0 * 1024 * 1024
+BALANCED_RESOURCES = (CPU, MEMORY, "nvidia.com/gpu")
+HARD_POD_AFFINITY_WEIGHT = 1
+
+
+@dataclass(frozen=True)
+class Scores:
+    nodes: npt.NDArray[np.intp]  # candidate node indices, in input order
+    total: F64
+    plugins: dict[str, F64]  # per-plugin contribution (weight applied), same order
+
+    def ranked(self, names: list[str]) -> list[int]:
+        """Positions into ``nodes`` best first; ties by node name."""
+        return sorted(range(len(self.nodes)), key=lambda i: (-self.total[i], names[self.nodes[i]]))
+
+
+def _int_div(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Go's int64 division truncates toward zero; every operand here is non-negative."""
+    return np.where(b > 0, a // np.maximum(b, 1), 0)
+
+
+class NodeOrder:
+    def __init__(self, predicates: Predicates, conf: SchedulerConf) -> None:
+        self.p = predicates
+        self.state = predicates.state
+        self.conf = conf
+
+    def _nonzero_requested(self, sim: Simulation) -> F64:
+        """Per node (cpu, memory) of Kubernetes' NonZeroRequested: pods without a request count 100m / 200MiB."""
+        state = self.state
+        on = sim.on_node()
+        req = state.task_req[on][:, :2].copy()
+        req[:, 0] = np.where(req[:, 0] > 0, req[:, 0], DEFAULT_MILLI_CPU)
+        req[:, 1] = np.where(req[:, 1] > 0, req[:, 1], DEFAULT_MEMORY)
+        out = np.zeros((state.n_nodes, 2))
+        np.add.at(out, sim.node_of[on], req)
+        return out
+
+    def _requested(self, sim: Simulation) -> F64:
+        """Per node Kubernetes Requested (every pod on the node, pipelined included)."""
+        return sim.used + sim.pipelined
+
+    def score(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp]) -> Scores:
+        plugins: dict[str, F64] = {}
+        state = self.state
+        if self.conf.binpack_plugin and self.conf.binpack_weight != 0:
+            plugins["binpack"] = self.binpack(subj, sim, nodes)
+        if self.conf.nodeorder_plugin:
+            w = self.conf.nodeorder
+            alloc = state.node_alloc[nodes]
+            if w["leastrequested"] or w["mostrequested"]:
+                nz = self._nonzero_requested(sim)[nodes]
+                pod_nz = np.array(
+                    [
+                        subj.req[0] if subj.req[0] > 0 else DEFAULT_MILLI_CPU,
+                        subj.req[1] if subj.req[1] > 0 else DEFAULT_MEMORY,
+                    ]
+                )
+                cap = np.rint(alloc[:, :2]).astype(np.int64)
+                want = np.rint(nz + pod_nz).astype(np.int64)
+                if w["leastrequested"]:
+                    per = np.where(want > cap, 0, _int_div((cap - want) * MAX_SCORE, cap))
+                    plugins["leastrequested"] = ((per[:, 0] * 50 + per[:, 1] * 50) // 100).astype(float) * w[
+                        "leastrequested"
+                    ]
+                if w["mostrequested"]:
+                    per = _int_div(np.minimum(want, cap) * MAX_SCORE, cap)
+                    plugins["mostrequested"] = ((per[:, 0] + per[:, 1]) // 2).astype(float) * w["mostrequested"]
+            if w["balancedresource"]:
+                plugins["balancedresource"] = self.balanced(subj, sim, nodes) * float(w["balancedresource"])
+            if w["nodeaffinity"]:
+                plugins["nodeaffinity"] = self.node_affinity(subj, nodes) * float(w["nodeaffinity"])
+            if w["imagelocality"]:
+                plugins["imagelocality"] = np.zeros(len(nodes))
+            if w["tainttoleration"]:
+                plugins["tainttoleration"] = self.taint_toleration(subj, nodes) * float(w["tainttoleration"])
+            if w["podaffinity"]:
+                plugins["podaffinity"] = self.pod_affinity(subj, sim, nodes) * float(w["podaffinity"])
+            if w["podtopologyspread"]:
+                plugins["podtopologyspread"] = self.topology_spread(subj, sim, nodes) * float(w["podtopologyspread"])
+        total = np.zeros(len(nodes))
+        for values in plugins.values():
+            total = total + values
+        return Scores(nodes, total, plugins)
+
+    # -- binpack ---------------------------------------------------------------------------
+
+    def binpack(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp]) -> F64:
+        weights = self.conf.binpack_resources
+        score = np.zeros(len(nodes))
+        weight_sum = 0
+        for r, name in enumerate(self.state.resources):
+            if name == "pods":
+                continue
+            request = subj.req[r]
+            w = weights.get(name)
+            if request == 0 or w is None:
+                continue
+            cap = self.state.node_alloc[nodes, r]
+            final = request + sim.used[nodes, r]
+            ok = (cap > 0) & (final <= cap) & (w != 0)
+            score += np.where(ok, final * w / np.where(cap > 0, cap, 1), 0.0)
+            weight_sum += w
+        if weight_sum > 0:
+            score /= weight_sum
+        return score * MAX_SCORE * self.conf.binpack_weight
+
+    # -- noderesources BalancedAllocation ---------------------------------------------------
+
+    def balanced(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp]) -> F64:
+        requested = self._requested(sim)
+        fractions = []
+        for name in BALANCED_RESOURCES:
+            if not self.state.has_resource(name):
+                continue
+            r = self.state.resource(name)
+            pod = subj.req[r]
+            if name not in BASE_RESOURCES and pod == 0:
+                continue  # an extended resource the pod does not request is left out
+            cap = self.state.node_alloc[nodes, r]
+            frac = np.where(cap > 0, np.minimum((requested[nodes, r] + pod) / np.where(cap > 0, cap, 1), 1.0), np.nan)
+            fractions.append(frac)
+        if not fractions:
+            return np.full(len(nodes), float(MAX_SCORE))
+        f = np.vstack(fractions)  # [k, n], NaN where the node lacks the resource
+        valid = ~np.isnan(f)
+        count = valid.sum(axis=0)
+        cols = np.arange(f.shape[1])
+        first = f[valid.argmax(axis=0), cols]
+        last = f[f.shape[0] - 1 - valid[::-1].argmax(axis=0), cols]
+        mean = np.nansum(f, axis=0) / np.maximum(count, 1)
+        spread = np.sqrt(np.nansum((f - mean) ** 2, axis=0) / np.maximum(count, 1))
+        # Kubernetes: two resources -> |a - b| / 2; more -> population standard deviation.
+        std = np.where(count == 2, np.abs(first - last) / 2, np.where(count > 2, spread, 0.0))
+        out: F64 = np.floor((1 - std) * MAX_SCORE)
+        return out
+
+    # -- NodeAffinity preferred terms ---------------------------------------------------------
+
+    def node_affinity(self, subj: Subject, nodes: npt.NDArray[np.intp]) -> F64:
+        out = np.zeros(self.state.n_nodes)
+        for i, term in enumerate(subj.profile.preferred_node_affinity):
+            if term.weight == 0:
+                continue
+            out += term.weight * self.p.labels.selector_term(
+                term.preference, f"task.profile.preferred_node_affinity[{i}]"
+            )
+        return out[nodes]
+
+    # -- TaintToleration PreferNoSchedule (normalised, reversed) ------------------------------
+
+    def taint_toleration(self, subj: Subject, nodes: npt.NDArray[np.intp]) -> F64:
+        tolerations = [t for t in subj.profile.tolerations if t.effect in ("", PREFER_NO_SCHEDULE)]
+        counts = np.array(
+            [
+                sum(
+                    1
+                    for taint in self.state.nodes[n].taints
+                    if taint.effect == PREFER_NO_SCHEDULE and not any(tolerates(t, taint) for t in tolerations)
+                )
+                for n in nodes
+            ],
+            np.int64,
+        )
+        peak = int(counts.max()) if counts.size else 0
+        if peak == 0:
+            return np.full(len(nodes), float(MAX_SCORE))
+        return (MAX_SCORE - (MAX_SCORE * counts) // peak).astype(float)
+
+    # -- InterPodAffinity preferred (normalised min-max) -----------------------------------------
+
+    def pod_affinity(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp]) -> F64:
+        state, p = self.state, self.p
+        prof = subj.profile
+        raw = np.zeros(len(nodes))
+        touched = False
+        contributions: list[tuple[str, pb.LabelSelector, frozenset[str] | None, float]] = []
+        for wt in prof.preferred_pod_affinity:
+            contributions.append(
+                (
+                    wt.term.topology_key,
+                    wt.term.label_selector,
+                    p.term_namespaces(wt.term, subj.namespace),
+                    float(wt.weight),
+                )
+            )
+        for wt in prof.preferred_pod_anti_affinity:
+            contributions.append(
+                (
+                    wt.term.topology_key,
+                    wt.term.label_selector,
+                    p.term_namespaces(wt.term, subj.namespace),
+                    -float(wt.weight),
+                )
+            )
+        for key, selector, nss, weight in contributions:
+            if not key or weight == 0:
+                continue
+            tasks = p.matching_tasks(selector, nss)
+            if subj.task is not None:
+                tasks = tasks[tasks != subj.task]
+            counts = p.domain_counts(key, tasks, sim)
+            codes = p.labels.column(key)[0][nodes]
+            raw += np.where(codes >= 0, counts[np.maximum(codes, 0)] * weight, 0.0) if counts.size else 0.0
+            touched = True
+        # Existing pods whose terms mention this pod.
+        on = np.flatnonzero(sim.on_node())
+        holders = [
+            int(t)
+            for t in on
+            if _has_pod_terms(state.profiles[state.task_profile[t]]) and (subj.task is None or t != subj.task)
+        ]
+        for t in holders:
+            eprof = state.profiles[state.task_profile[t]]
+            owner_ns = state.namespaces[state.task_namespace[t]]
+            terms = [(x, HARD_POD_AFFINITY_WEIGHT) for x in eprof.pod_affinity]
+            terms += [(x.term, x.weight) for x in eprof.preferred_pod_affinity]
+            terms += [(x.term, -x.weight) for x in eprof.preferred_pod_anti_affinity]
+            for term, weight in terms:
+                nss = p.term_namespaces(term, owner_ns)
+                if weight == 0 or not term.topology_key:
+                    continue
+                if (nss is None or subj.namespace in nss) and label_selector_matches(term.label_selector, subj.labels):
+                    codes = p.labels.column(term.topology_key)[0]
+                    dom = codes[sim.node_of[t]]
+                    if dom >= 0:
+                        raw += np.where(codes[nodes] == dom, float(weight), 0.0)
+                        touched = True
+        if not touched or len(nodes) == 0:
+            return np.zeros(len(nodes))
+        lo, hi = raw.min(), raw.max()
+        if hi - lo <= 0:
+            return np.zeros(len(nodes))
+        out: F64 = np.floor(MAX_SCORE * (raw - lo) / (hi - lo))
+        return out
+
+    # -- PodTopologySpread ScheduleAnyway (normalised) ----------------------------------------
+
+    def topology_spread(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp]) -> F64:
+        soft = [c for c in subj.profile.topology_spread_constraints if c.when_unsatisfiable == "ScheduleAnyway"]
+        if not soft or len(nodes) == 0:
+            return np.zeros(len(nodes))
+        p = self.p
+        has_all = np.ones(len(nodes), bool)
+        for c in soft:
+            has_all &= p.labels.has(c.topology_key)[nodes]
+        counted_nodes = np.ones(self.state.n_nodes, bool)
+        if any((c.node_affinity_policy or "Honor") == "Honor" for c in soft):
+            counted_nodes &= node_affinity_mask(p.labels, subj.profile)
+        for c in soft:
+            counted_nodes &= p.labels.has(c.topology_key)
+        raw = np.zeros(len(nodes))
+        for c in soft:
+            codes = p.labels.column(c.topology_key)[0]
+            cand = codes[nodes]
+            domains = np.unique(cand[has_all])
+            tasks = p.matching_tasks(p.spread_selector(c, subj.labels), frozenset({subj.namespace}))
+            if subj.task is not None:
+                tasks = tasks[tasks != subj.task]
+            tasks = tasks[sim.on_node()[tasks] & (sim.status[tasks] != 64)]
+            tasks = tasks[counted_nodes[sim.node_of[tasks]]]
+            dom_of_task = codes[sim.node_of[tasks]]
+            counts = np.bincount(dom_of_task[dom_of_task >= 0], minlength=int(codes.max()) + 1 if codes.size else 0)
+            counts_masked = np.zeros_like(counts)
+            counts_masked[domains] = counts[domains]  # only domains among the candidates
+            weight = math.log(len(domains) + 2)
+            raw += np.where(cand >= 0, counts_masked[np.maximum(cand, 0)] * weight + (c.max_skew - 1), 0.0)
+        score = np.rint(raw).astype(np.int64)
+        kept = score[has_all]
+        if kept.size == 0:
+            return np.zeros(len(nodes))
+        lo, hi = int(kept.min()), int(kept.max())
+        # every candidate at zero skew cost scores 100
+        out = np.full(len(nodes), MAX_SCORE, np.int64) if hi == 0 else (MAX_SCORE * (hi + lo - score)) // hi
+        return np.where(has_all, out, 0).astype(float)
+
+
+def _has_pod_terms(profile: pb.TaskProfile) -> bool:
+    return bool(profile.pod_affinity or profile.preferred_pod_affinity or profile.preferred_pod_anti_affinity)

@@ -1,0 +1,175 @@
+"""A Volcano Statement on the columnar state: tentative moves, exact rollback.
+
+Every change records the node rows it touches before touching them, so ``rollback`` restores
+the ledger bit for bit (no float subtraction drift), and a later check sees every earlier
+tentative move. ``version`` changes with every mutation; derived caches key on it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar.mirror.ledger import PIPELINED, RELEASING, TERMINATED_MASK
+from sidecar.snapshot.state import ClusterState
+
+F64 = npt.NDArray[np.float64]
+ALLOCATED = 2
+
+PortKey = tuple[str, int, str]  # protocol, port, host ip ("" = every address)
+
+
+@dataclass
+class _Undo:
+    task: int
+    node_of: int
+    status: int
+    rows: list[tuple[int, F64, F64, F64, int]]  # node, used, releasing, pipelined rows, pod count
+    ports: list[tuple[int, Counter[PortKey]]]
+
+
+class Simulation:
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self.node_of = state.task_node.copy()
+        self.status = state.task_status.copy()
+        led = state.ledger
+        self.used = led.used.copy()
+        self.releasing = led.releasing.copy()
+        self.pipelined = led.pipelined.copy()
+        on_node = (self.node_of >= 0) & ((self.status & TERMINATED_MASK) == 0)
+        self.pod_count = np.bincount(self.node_of[on_node], minlength=state.n_nodes).astype(np.int64)
+        self._ports: dict[int, Counter[PortKey]] | None = None
+        self._log: list[_Undo] = []
+        self.version = 0
+
+    # -- views ---------------------------------------------------------------------------
+
+    def future_idle(self) -> F64:
+        return self.state.node_alloc - self.used + self.releasing - self.pipelined
+
+    def idle(self) -> F64:
+        return self.state.node_alloc - self.used
+
+    def on_node(self) -> npt.NDArray[np.bool_]:
+        """Tasks that occupy a node now (not terminated), including pipelined and releasing."""
+        mask: npt.NDArray[np.bool_] = (self.node_of >= 0) & ((self.status & TERMINATED_MASK) == 0)
+        return mask
+
+    def ports(self) -> dict[int, Counter[PortKey]]:
+        if self._ports is None:
+            ports: dict[int, Counter[PortKey]] = {}
+            state = self.state
+            with_ports = {i for i, p in enumerate(state.profiles) if any(hp.port for hp in p.host_ports)}
+            if with_ports:
+                for t in np.flatnonzero(self.on_node() & np.isin(state.task_profile, list(with_ports))):
+                    counter = ports.setdefault(int(self.node_of[t]), Counter())
+                    counter.update(task_ports(state.profiles[state.task_profile[t]]))
+            self._ports = ports
+        return self._ports
+
+    # -- mutations -----------------------------------------------------------------------
+
+    def _save(self, task: int, nodes: list[int]) -> _Undo:
+        ports = self.ports()
+        undo = _Undo(
+            task,
+            int(self.node_of[task]),
+            int(self.status[task]),
+            [
+                (n, self.used[n].copy(), self.releasing[n].copy(), self.pipelined[n].copy(), int(self.pod_count[n]))
+                for n in nodes
+            ],
+            [(n, Counter(ports.get(n, Counter()))) for n in nodes],
+        )
+        self._log.append(undo)
+        self.version += 1
+        return undo
+
+    def remove(self, task: int) -> None:
+        """Take a placed task off its node (an eviction): its resources and ports become free."""
+        node = int(self.node_of[task])
+        status = int(self.status[task])
+        if node < 0 or status & TERMINATED_MASK:
+            raise ValueError(f"task {self.state.task_name[task]} is not on a node")
+        self._save(task, [node])
+        req = self.state.task_req[task]
+        if status == PIPELINED:
+            self.pipelined[node] -= req
+        else:
+            self.used[node] -= req
+            if status == RELEASING:
+                self.releasing[node] -= req
+        self.pod_count[node] -= 1
+        ports = task_ports(self.state.profiles[self.state.task_profile[task]])
+        if ports:
+            self.ports()[node].subtract(ports)
+            self.ports()[node] += Counter()  # drop zero entries
+        self.node_of[task] = -1
+
+    def place(self, task: int, node: int) -> None:
+        """Put an unplaced task on ``node`` as Allocated."""
+        if self.node_of[task] >= 0 and not self.status[task] & TERMINATED_MASK:
+            raise ValueError(f"task {self.state.task_name[task]} is already on a node")
+        self._save(task, [node])
+        self.used[node] += self.state.task_req[task]
+        self.pod_count[node] += 1
+        ports = task_ports(self.state.profiles[self.state.task_profile[task]])
+        if ports:
+            self.ports().setdefault(node, Counter()).update(ports)
+        self.node_of[task] = node
+        self.status[task] = ALLOCATED
+
+    def move(self, task: int, node: int) -> None:
+        self.remove(task)
+        self.place(task, node)
+
+    def checkpoint(self) -> int:
+        return len(self._log)
+
+    def rollback(self, checkpoint: int = 0) -> None:
+        """Undo every change after ``checkpoint`` (Statement.Discard)."""
+        while len(self._log) > checkpoint:
+            undo = self._log.pop()
+            for n, used, rel, pipe, count in undo.rows:
+                self.used[n] = used
+                self.releasing[n] = rel
+                self.pipelined[n] = pipe
+                self.pod_count[n] = count
+            if self._ports is not None:
+                for n, counter in undo.ports:
+                    if counter:
+                        self._ports[n] = counter
+                    else:
+                        self._ports.pop(n, None)
+            self.node_of[undo.task] = undo.node_of
+            self.status[undo.task] = undo.status
+        self.version += 1
+
+    def commit(self) -> None:
+        """Keep every change (Statement.Commit): nothing left to roll back."""
+        self._log.clear()
+
+
+def task_ports(profile: object) -> Counter[PortKey]:
+    """Host ports a pod claims; hostPort 0 claims nothing. Empty IP and 0.0.0.0 are the same."""
+    out: Counter[PortKey] = Counter()
+    for hp in getattr(profile, "host_ports", ()):
+        if hp.port:
+            ip = "" if hp.host_ip in ("", "0.0.0.0") else hp.host_ip
+            out[(hp.protocol or "TCP", int(hp.port), ip)] += 1
+    return out
+
+
+def ports_conflict(wanted: Counter[PortKey], used: Counter[PortKey] | None) -> bool:
+    """NodePorts: same protocol and port, and the same IP or either side on every address."""
+    if not wanted or not used:
+        return False
+    for proto, port, ip in wanted:
+        for uproto, uport, uip in used:
+            if uproto == proto and uport == port and (ip == uip or not ip or not uip):
+                return True
+    return False
