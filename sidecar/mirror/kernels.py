@@ -7,7 +7,9 @@ picks the kernel when it is built, unless REPACK_KERNELS=python.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -33,8 +35,26 @@ def _load() -> Any:
 _K = _load()
 
 
+_FORCE: str | None = None
+
+
 def available() -> bool:
     return _K is not None
+
+
+@contextlib.contextmanager
+def forced(mode: str) -> Iterator[None]:
+    """Run every dispatch with one implementation: "kernel", "twin" (the loop spec) or "vectorised"."""
+    global _FORCE
+    if mode not in ("kernel", "twin", "vectorised"):
+        raise ValueError(mode)
+    if mode == "kernel" and _K is None:
+        raise RuntimeError("the Cython feasibility kernels are not built")
+    previous, _FORCE = _FORCE, mode
+    try:
+        yield
+    finally:
+        _FORCE = previous
 
 
 # -- first insufficient resource ---------------------------------------------------------------
@@ -57,6 +77,8 @@ def first_insufficient_twin(req: F64, free: F64, dims: npt.NDArray[np.intp]) -> 
 def first_insufficient(
     req: F64, free: F64, dims: npt.NDArray[np.intp], *, use_kernel: bool | None = None
 ) -> npt.NDArray[np.int16]:
+    if use_kernel is None and _FORCE == "twin":
+        return first_insufficient_twin(req, free, dims)
     if _pick(use_kernel):
         out = np.empty(free.shape[0], np.int16)
         _K.first_insufficient(
@@ -144,6 +166,8 @@ def feasible_counts(
     use_kernel: bool | None = None,
 ) -> npt.NDArray[np.int64]:
     args = (class_req, class_dims, class_static, static_ok, class_dynamic, dynamic_ok, free, pod_room)
+    if use_kernel is None and _FORCE == "twin":
+        return feasible_counts_twin(*args)
     if _pick(use_kernel):
         counts = np.empty(class_req.shape[0], np.int64)
         c = [np.ascontiguousarray(a) for a in args]
@@ -154,6 +178,8 @@ def feasible_counts(
 
 def _pick(use_kernel: bool | None) -> bool:
     if use_kernel is None:
+        if _FORCE is not None:
+            return _FORCE == "kernel"
         return _K is not None
     if use_kernel and _K is None:
         raise RuntimeError("the Cython feasibility kernels are not built")

@@ -61,7 +61,7 @@ class NodeLabels:
         ints = self._ints.get(key)
         if ints is None:
             codes, values, _ = self.column(key)
-            parsed = np.array([_parse_int(v) for v in values] + [np.nan])
+            parsed = np.array([np.nan if (x := _parse_int(v)) is None else float(x) for v in values] + [np.nan])
             ints = self._ints[key] = parsed[codes]  # code -1 picks the trailing NaN
         return ints
 
