@@ -78,3 +78,23 @@ def test_invalid_argument_reaches_grpcurl(server) -> None:  # type: ignore[no-un
     assert proc.returncode != 0
     assert "InvalidArgument" in proc.stderr
     assert 'tasks[0].node: unknown node "n-9"' in proc.stderr
+
+
+def test_filter_with_grpcurl(server) -> None:  # type: ignore[no-untyped-def]
+    with open("sidecar/data/guide-ascend.json") as fh:
+        snapshot = json.load(fh)
+    task = {
+        "name": "probe",
+        "namespace": "repack-demo",
+        "requests": {"huawei.com/ascend-1980": 2000},
+        "profile": {"nodeSelector": {"accelerator-pool": "ascend-npu"}},
+    }
+    out = json.loads(
+        grpcurl(
+            server.target,
+            "volcano.repack.v1alpha1.Repack/Filter",
+            data=json.dumps({"snapshot": snapshot, "task": task}),
+        )
+    )
+    assert out["feasible_nodes"] == ["ascend-node-01"]
+    assert out["message"] == "2/3 nodes are unavailable: 2 Insufficient huawei.com/ascend-1980."

@@ -189,3 +189,89 @@ def test_expired_deadline_stops_work_between_steps() -> None:
     with pytest.raises(DeadlineExceeded, match="deadline exceeded after receiving the snapshot"):
         service.evaluate(service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes()), deadline)
     assert service.evaluate(service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes()), Deadline(None)).resources
+
+
+def _guide_session(s) -> str:  # type: ignore[no-untyped-def]
+    from sidecar.snapshot.io import load_snapshot
+
+    snap = load_snapshot("sidecar/data/guide-ascend.json")
+    return str(s.OpenSession(service_pb2.OpenSessionRequest(snapshot=snap), timeout=30).session_id)
+
+
+def test_filter_over_grpc_with_volcano_wording(server) -> None:  # type: ignore[no-untyped-def]
+    s = stub(server.target)
+    sid = _guide_session(s)
+    task = pb.Task(namespace="repack-demo", name="probe", requests={"huawei.com/ascend-1980": 2000, "cpu": 1000})
+    task.profile.node_selector["accelerator-pool"] = "ascend-npu"
+    reply = s.Filter(service_pb2.FilterRequest(session_id=sid, task=task), timeout=30)
+    assert list(reply.feasible_nodes) == ["ascend-node-01"]
+    (group,) = reply.failures
+    assert list(group.reasons) == ["Insufficient huawei.com/ascend-1980"]
+    assert sorted(group.nodes) == ["ascend-node-02", "ascend-node-03"]
+    assert reply.message == "2/3 nodes are unavailable: 2 Insufficient huawei.com/ascend-1980."
+    # An existing task is checked off its own node; a node subset limits the answer.
+    reply = s.Filter(
+        service_pb2.FilterRequest(session_id=sid, task_uid="t-train-0", nodes=["ascend-node-02"]), timeout=30
+    )
+    assert list(reply.feasible_nodes) == ["ascend-node-02"] and not reply.failures
+
+
+def test_prioritize_over_grpc_ranks_feasible_nodes(server) -> None:  # type: ignore[no-untyped-def]
+    s = stub(server.target)
+    sid = _guide_session(s)
+    reply = s.Prioritize(service_pb2.PrioritizeRequest(session_id=sid, task_uid="t-train-0"), timeout=30)
+    ranked = [x.node for x in reply.scores]
+    # node-01 is emptiest once t-train-0 is off it; 02 and 03 tie and go by name
+    assert ranked == ["ascend-node-01", "ascend-node-02", "ascend-node-03"]
+    for x in reply.scores:
+        assert x.score == pytest.approx(sum(x.plugins.values()))
+        assert {"binpack", "leastrequested", "balancedresource", "tainttoleration"} <= set(x.plugins)
+
+
+FILTER_BAD = [
+    ("no subject", lambda sid: service_pb2.FilterRequest(session_id=sid), "subject: set either task_uid or task"),
+    (
+        "unknown uid",
+        lambda sid: service_pb2.FilterRequest(session_id=sid, task_uid="nope"),
+        'task_uid: no task with uid "nope" in the snapshot',
+    ),
+    (
+        "unknown node",
+        lambda sid: service_pb2.FilterRequest(session_id=sid, task_uid="t-train-0", nodes=["n-9"]),
+        'nodes[0]: unknown node "n-9"',
+    ),
+    (
+        "bad toleration",
+        lambda sid: service_pb2.FilterRequest(
+            session_id=sid,
+            task=pb.Task(
+                name="x", namespace="d", profile=pb.TaskProfile(tolerations=[pb.Toleration(operator="Sometimes")])
+            ),
+        ),
+        'task.profile.tolerations[0].operator: unknown operator "Sometimes" (Equal, Exists)',
+    ),
+    (
+        "bad affinity operator",
+        lambda sid: service_pb2.FilterRequest(
+            session_id=sid,
+            task=pb.Task(
+                name="x",
+                namespace="d",
+                profile=pb.TaskProfile(
+                    required_node_affinity=[
+                        pb.NodeSelectorTerm(match_expressions=[pb.Requirement(key="k", operator="Near")])
+                    ]
+                ),
+            ),
+        ),
+        'task.profile.required_node_affinity[0].match_expressions[0].operator: unknown operator "Near"',
+    ),
+]
+
+
+@pytest.mark.parametrize("build,details", [b[1:] for b in FILTER_BAD], ids=[b[0] for b in FILTER_BAD])
+def test_filter_bad_input_names_the_field(server, build, details) -> None:  # type: ignore[no-untyped-def]
+    s = stub(server.target)
+    code, got = code_of(s.Filter, build(_guide_session(s)))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert got == details

@@ -7,6 +7,7 @@ node checks); each call runs on a fresh or caller-provided :class:`Simulation`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +25,38 @@ from sidecar.snapshot.units import PODS
 
 
 @dataclass(frozen=True)
+class TaskClasses:
+    """Tasks grouped for the feasibility kernel: one row per class, masks shared between classes."""
+
+    task_class: npt.NDArray[np.intp]  # [tasks] -> class
+    class_req: npt.NDArray[np.float64]  # [C, R]
+    class_dims: npt.NDArray[np.uint8]  # [C, R] dimensions LessEqual compares
+    class_static: npt.NDArray[np.int32]  # [C] -> row of static_ok
+    static_ok: npt.NDArray[np.uint8]  # [S, N] node-only checks passed
+    class_dynamic: npt.NDArray[np.int32]  # [C] -> row of dynamic_ok, -1 = none
+    dynamic_ok: npt.NDArray[np.uint8]  # [D, N] pod-level checks passed
+    free: npt.NDArray[np.float64]  # [N, R] FutureIdle
+    pod_room: npt.NDArray[np.uint8]  # [N]
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.class_req.shape[0])
+
+    def kernel_args(self, classes: npt.NDArray[np.intp] | None = None) -> tuple[npt.NDArray[Any], ...]:
+        sel = slice(None) if classes is None else classes
+        return (
+            np.ascontiguousarray(self.class_req[sel]),
+            np.ascontiguousarray(self.class_dims[sel]),
+            np.ascontiguousarray(self.class_static[sel]),
+            self.static_ok,
+            np.ascontiguousarray(self.class_dynamic[sel]),
+            self.dynamic_ok,
+            self.free,
+            self.pod_room,
+        )
+
+
+@dataclass(frozen=True)
 class Verdict:
     filter: FilterResult
     scores: Scores | None = None
@@ -36,14 +69,22 @@ class Mirror:
         self.labels = NodeLabels(state.nodes)
         self.predicates = Predicates(state, self.conf, self.labels)
         self.order = NodeOrder(self.predicates, self.conf)
+        self.node_name_array = np.array(state.node_names, dtype=object)
+        self._uid_index: dict[str, int] | None = None
+
+    def names(self, nodes: npt.NDArray[np.intp] | npt.NDArray[np.bool_]) -> list[str]:
+        """Node names for indices (or a boolean mask), fast enough for 10k-node answers."""
+        out: list[str] = self.node_name_array[nodes].tolist()
+        return out
 
     # -- subjects ----------------------------------------------------------------------------
 
     def subject_for_uid(self, uid: str, path: str = "task_uid") -> Subject:
-        try:
-            t = self.state.task_uid.index(uid)
-        except ValueError:
-            raise SnapshotError(path, f'no task with uid "{uid}" in the snapshot') from None
+        if self._uid_index is None:
+            self._uid_index = {u: i for i, u in enumerate(self.state.task_uid)}
+        t = self._uid_index.get(uid)
+        if t is None:
+            raise SnapshotError(path, f'no task with uid "{uid}" in the snapshot')
         return self.subject_for_task(t)
 
     def subject_for_task(self, t: int) -> Subject:
@@ -130,53 +171,73 @@ class Mirror:
         is placed (the task keeps its own place). Tasks are grouped into classes (request
         vector x node-only constraint set x pod-level constraints); each class is checked
         against all nodes once by the kernel."""
+        sim = sim or Simulation(self.state)
+        classes = self.classes(np.asarray(tasks, np.intp), sim)
+        if classes.n_classes == 0:
+            return np.zeros(0, np.int64)
+        return kernels.feasible_counts(*classes.kernel_args(), use_kernel=use_kernel)[classes.task_class]
+
+    def classes(self, tasks: npt.NDArray[np.intp], sim: Simulation) -> TaskClasses:
+        """Group ``tasks`` into equivalence classes and precompute their node masks."""
         state, p = self.state, self.predicates
-        sim = sim or Simulation(state)
-        tasks = np.asarray(tasks, np.intp)
-        # Classes: identical (profile, namespace, request) tasks are one class; profiles with the
-        # same node-only constraints share one row of static results.
-        keys = np.column_stack([state.task_profile[tasks], state.task_namespace[tasks], state.task_req[tasks]])
-        uniq, task_class = np.unique(keys, axis=0, return_inverse=True)
+        # Node-only checks depend on the profile's constraint set: one row per distinct set.
         static_rows: dict[bytes, int] = {}
         static_ok: list[npt.NDArray[np.uint8]] = []
-        dyn_ok: list[npt.NDArray[np.uint8]] = []
-        dyn_rows: dict[tuple[int, int], int] = {}
-        class_req = uniq[:, 2:]
-        class_dims = np.zeros(class_req.shape, np.uint8)
-        class_static = np.empty(len(uniq), np.int32)
-        class_dyn = np.full(len(uniq), -1, np.int32)
-        for c, row in enumerate(uniq):
-            prof_i, ns_i = int(row[0]), int(row[1])
+        profile_static = np.empty(len(state.profiles), np.int32)
+        needs_pod_level = np.zeros(len(state.profiles), bool)
+        used_profiles = np.unique(state.task_profile[tasks])
+        for prof_i in used_profiles:
             prof = state.profiles[prof_i]
             skey = static_key(prof)
-            s_row = static_rows.get(skey)
-            if s_row is None:
-                s_row = static_rows[skey] = len(static_ok)
+            row = static_rows.get(skey)
+            if row is None:
+                row = static_rows[skey] = len(static_ok)
                 static_ok.append((p.static(prof).code == S_OK).astype(np.uint8))
-            class_static[c] = s_row
-            class_dims[c, p.fit_dims(class_req[c])] = 1
-            if prof.pod_affinity or prof.pod_anti_affinity or prof.topology_spread_constraints or task_ports(prof):
-                d_row = dyn_rows.get((prof_i, ns_i))
-                if d_row is None:
-                    d_row = dyn_rows[(prof_i, ns_i)] = len(dyn_ok)
-                    subj = Subject(f"class-{c}", state.namespaces[ns_i], class_req[c], prof, profile_index=prof_i)
-                    dyn_ok.append(self._pod_level_ok(subj, sim).astype(np.uint8))
-                class_dyn[c] = d_row
-        if len(uniq) == 0:
-            return np.zeros(0, np.int64)
-        pod_room = (sim.pod_count < state.node_alloc[:, p.pods_dim]).astype(np.uint8)
-        counts = kernels.feasible_counts(
-            np.ascontiguousarray(class_req),
-            class_dims,
-            class_static,
-            np.array(static_ok),
-            class_dyn,
-            np.array(dyn_ok) if dyn_ok else np.zeros((0, state.n_nodes), np.uint8),
-            sim.future_idle(),
-            pod_room,
-            use_kernel=use_kernel,
+            profile_static[prof_i] = row
+            needs_pod_level[prof_i] = bool(
+                prof.pod_affinity or prof.pod_anti_affinity or prof.topology_spread_constraints or task_ports(prof)
+            )
+        # Pod-level checks (affinity, spread, ports) depend on the profile and namespace.
+        task_dyn = np.full(len(tasks), -1, np.int64)
+        dyn_ok: list[npt.NDArray[np.uint8]] = []
+        needing = np.flatnonzero(needs_pod_level[state.task_profile[tasks]])
+        if needing.size:
+            pairs = np.column_stack([state.task_profile[tasks[needing]], state.task_namespace[tasks[needing]]])
+            uniq_pairs, pair_of = np.unique(pairs, axis=0, return_inverse=True)
+            for prof_i, ns_i in uniq_pairs:
+                subj = Subject(
+                    "class",
+                    state.namespaces[ns_i],
+                    np.zeros(len(state.resources)),
+                    state.profiles[prof_i],
+                    profile_index=int(prof_i),
+                )
+                dyn_ok.append(self._pod_level_ok(subj, sim).astype(np.uint8))
+            task_dyn[needing] = pair_of.ravel()
+        keys = np.ascontiguousarray(
+            np.column_stack([profile_static[state.task_profile[tasks]], task_dyn, state.task_req[tasks]])
         )
-        return counts[task_class.ravel()]
+        rows = keys.view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel()
+        _, first, task_class = np.unique(rows, return_index=True, return_inverse=True)
+        uniq = keys[first]
+        class_req = np.ascontiguousarray(uniq[:, 2:])
+        class_dims = np.zeros(class_req.shape, np.uint8)
+        for c in range(len(uniq)):
+            class_dims[c, p.fit_dims(class_req[c])] = 1
+        class_static = uniq[:, 0].astype(np.int32)
+        class_dyn = uniq[:, 1].astype(np.int32)
+        n = state.n_nodes
+        return TaskClasses(
+            task_class=task_class.ravel(),
+            class_req=class_req,
+            class_dims=class_dims,
+            class_static=class_static,
+            static_ok=np.array(static_ok) if static_ok else np.zeros((0, n), np.uint8),
+            class_dynamic=class_dyn,
+            dynamic_ok=np.array(dyn_ok) if dyn_ok else np.zeros((0, n), np.uint8),
+            free=sim.future_idle(),
+            pod_room=(sim.pod_count < state.node_alloc[:, p.pods_dim]).astype(np.uint8),
+        )
 
     def _pod_level_ok(self, subj: Subject, sim: Simulation) -> npt.NDArray[np.bool_]:
         p = self.predicates

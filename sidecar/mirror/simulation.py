@@ -45,6 +45,8 @@ class Simulation:
         self._ports: dict[int, Counter[PortKey]] | None = None
         self._log: list[_Undo] = []
         self.version = 0
+        self._on_node: npt.NDArray[np.bool_] = on_node
+        self._on_node_version = 0
 
     # -- views ---------------------------------------------------------------------------
 
@@ -56,8 +58,10 @@ class Simulation:
 
     def on_node(self) -> npt.NDArray[np.bool_]:
         """Tasks that occupy a node now (not terminated), including pipelined and releasing."""
-        mask: npt.NDArray[np.bool_] = (self.node_of >= 0) & ((self.status & TERMINATED_MASK) == 0)
-        return mask
+        if self._on_node_version != self.version:
+            self._on_node = (self.node_of >= 0) & ((self.status & TERMINATED_MASK) == 0)
+            self._on_node_version = self.version
+        return self._on_node
 
     def ports(self) -> dict[int, Counter[PortKey]]:
         if self._ports is None:

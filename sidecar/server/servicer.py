@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import grpc
-import numpy as np
 import structlog
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -154,14 +153,14 @@ class RepackService:
 
     def filter(self, request: service_pb2.FilterRequest, deadline: Deadline) -> service_pb2.FilterResponse:
         mirror, verdict, wanted = self._verdict(request, deadline, score=False)
-        result, names = verdict.filter, mirror.state.node_names
+        result = verdict.filter
         out = service_pb2.FilterResponse(
-            feasible_nodes=[names[i] for i in np.flatnonzero(result.feasible)],
-            future_idle_only_nodes=[names[i] for i in np.flatnonzero(result.feasible & ~result.fits_idle)],
+            feasible_nodes=mirror.names(result.feasible),
+            future_idle_only_nodes=mirror.names(result.feasible & ~result.fits_idle),
             message=fit_message(result, wanted),
         )
         for reasons, members in result.groups:
-            out.failures.add(reasons=reasons, nodes=[names[i] for i in members])
+            out.failures.add(reasons=reasons, nodes=mirror.names(members))
         return out
 
     def prioritize(self, request: service_pb2.PrioritizeRequest, deadline: Deadline) -> service_pb2.PrioritizeResponse:
@@ -175,7 +174,7 @@ class RepackService:
             for plugin, values in scores.plugins.items():
                 entry.plugins[plugin] = float(values[i])
         for reasons, members in verdict.filter.groups:
-            out.failures.add(reasons=reasons, nodes=[names[i] for i in members])
+            out.failures.add(reasons=reasons, nodes=mirror.names(members))
         return out
 
     def open_session(
