@@ -51,20 +51,40 @@ class Plan(_message.Message):
     def __init__(self, summary: _Optional[_Union[PlanSummary, _Mapping]] = ..., moves: _Optional[_Iterable[_Union[WorkloadMove, _Mapping]]] = ..., freed_nodes: _Optional[_Iterable[str]] = ..., candidates: _Optional[_Iterable[_Union[CandidateExplanation, _Mapping]]] = ...) -> None: ...
 
 class PlanSummary(_message.Message):
-    __slots__ = ("frag_before_percent", "frag_after_percent", "freed_node_count", "moved_card_count", "resolved_scope", "resource")
+    __slots__ = ("frag_before_percent", "frag_after_percent", "freed_node_count", "moved_card_count", "resolved_scope", "resource", "before", "after", "cost")
     FRAG_BEFORE_PERCENT_FIELD_NUMBER: _ClassVar[int]
     FRAG_AFTER_PERCENT_FIELD_NUMBER: _ClassVar[int]
     FREED_NODE_COUNT_FIELD_NUMBER: _ClassVar[int]
     MOVED_CARD_COUNT_FIELD_NUMBER: _ClassVar[int]
     RESOLVED_SCOPE_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
-    frag_before_percent: int
-    frag_after_percent: int
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    COST_FIELD_NUMBER: _ClassVar[int]
+    frag_before_percent: float
+    frag_after_percent: float
     freed_node_count: int
     moved_card_count: float
     resolved_scope: ResolvedScope
     resource: str
-    def __init__(self, frag_before_percent: _Optional[int] = ..., frag_after_percent: _Optional[int] = ..., freed_node_count: _Optional[int] = ..., moved_card_count: _Optional[float] = ..., resolved_scope: _Optional[_Union[ResolvedScope, _Mapping]] = ..., resource: _Optional[str] = ...) -> None: ...
+    before: Fragmentation
+    after: Fragmentation
+    cost: PlanCost
+    def __init__(self, frag_before_percent: _Optional[float] = ..., frag_after_percent: _Optional[float] = ..., freed_node_count: _Optional[int] = ..., moved_card_count: _Optional[float] = ..., resolved_scope: _Optional[_Union[ResolvedScope, _Mapping]] = ..., resource: _Optional[str] = ..., before: _Optional[_Union[Fragmentation, _Mapping]] = ..., after: _Optional[_Union[Fragmentation, _Mapping]] = ..., cost: _Optional[_Union[PlanCost, _Mapping]] = ...) -> None: ...
+
+class PlanCost(_message.Message):
+    __slots__ = ("affected_workloads", "pod_groups_below_min_available", "affected_cards", "moved_cards", "moved_pods")
+    AFFECTED_WORKLOADS_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUPS_BELOW_MIN_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    AFFECTED_CARDS_FIELD_NUMBER: _ClassVar[int]
+    MOVED_CARDS_FIELD_NUMBER: _ClassVar[int]
+    MOVED_PODS_FIELD_NUMBER: _ClassVar[int]
+    affected_workloads: int
+    pod_groups_below_min_available: int
+    affected_cards: float
+    moved_cards: float
+    moved_pods: int
+    def __init__(self, affected_workloads: _Optional[int] = ..., pod_groups_below_min_available: _Optional[int] = ..., affected_cards: _Optional[float] = ..., moved_cards: _Optional[float] = ..., moved_pods: _Optional[int] = ...) -> None: ...
 
 class ResolvedScope(_message.Message):
     __slots__ = ("pod_group_count", "node_count")
