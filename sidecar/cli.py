@@ -14,7 +14,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from sidecar import logs
-from sidecar.api.v1alpha1 import service_pb2
+from sidecar.api.v1alpha1 import plan_pb2, service_pb2
 from sidecar.server.config import MIB, ServerConfig
 from sidecar.snapshot.errors import SnapshotError
 from sidecar.snapshot.synth import SynthOptions
@@ -22,7 +22,7 @@ from sidecar.snapshot.synth import SynthOptions
 DEMO = SynthOptions(nodes=24, cards_per_node=8, fill=0.55, seed=2026, name="demo")
 
 
-def _to_dict(message: Message) -> dict[str, Any]:
+def _to_dict(message: Message) -> Any:
     return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
 
 
@@ -48,11 +48,15 @@ def _fragmentation_table(response: service_pb2.EvaluateResponse) -> str:
     return _table(rows, ["RESOURCE", "PROVIDING", "OCCUPIED", "MINIMUM", "FRAGMENTATION", "ALLOCATED"])
 
 
-def _emit(message: Message, fmt: str, table: str) -> None:
+def _emit(message: Message, fmt: str, table: str, *, wrap_status: bool = False) -> None:
+    """JSON/YAML print the message; a plan prints as the RepackRun's ``status:`` block."""
+    data: dict[str, Any] = _to_dict(message)
+    if wrap_status:
+        data = {"status": data}
     if fmt == "json":
-        print(json.dumps(_to_dict(message), indent=2))
+        print(json.dumps(data, indent=2))
     elif fmt == "yaml":
-        print(yaml.safe_dump(_to_dict(message), sort_keys=False), end="")
+        print(yaml.safe_dump(data, sort_keys=False), end="")
     else:
         print(table)
 
@@ -82,13 +86,57 @@ def cmd_evaluate(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _plan_table(status: plan_pb2.RepackStatus) -> str:
+    cond = status.conditions[0]
+    summary = status.plan.summary
+    lines = [
+        f"Result: {cond.reason} — {cond.message}",
+        f"Fragmentation of {summary.resource}: {summary.frag_before_percent:g}% -> {summary.frag_after_percent:g}%; "
+        f"freed nodes {summary.freed_node_count}; moved cards {summary.moved_card_count:g}; "
+        f"scope: {summary.resolved_scope.pod_group_count} PodGroups, {summary.resolved_scope.node_count} nodes",
+    ]
+    if status.plan.moves:
+        rows = [
+            [
+                f"{m.owner.kind}/{m.owner.name}",
+                f"{m.namespace}/{m.pod_group_name}",
+                p.name,
+                p.from_node,
+                p.to_node,
+                f"{p.cards:g}",
+            ]
+            for m in status.plan.moves
+            for p in m.pods
+        ]
+        lines += ["", _table(rows, ["OWNER", "PODGROUP", "POD", "FROM", "TO", "CARDS"])]
+        lines += ["", "Freed nodes: " + ", ".join(status.plan.freed_nodes)]
+    return "\n".join(lines)
+
+
+def _plan_offline(snapshot: Any, spec: Any) -> plan_pb2.RepackStatus:
+    """The Plan RPC's own code path, without a server."""
+    from sidecar.server.config import ServerConfig
+    from sidecar.server.servicer import Deadline, RepackService
+    from sidecar.server.sessions import SessionCache
+
+    service = RepackService(ServerConfig(), SessionCache(1, 1.0))
+    return service.plan(service_pb2.PlanRequest(snapshot=snapshot, spec=spec), Deadline(None)).status
+
+
 def cmd_plan(ns: argparse.Namespace) -> int:
     from sidecar.snapshot.io import load_repack_spec, load_snapshot
 
-    load_snapshot(ns.snapshot)
-    load_repack_spec(ns.run)
-    print("plan: the planner is not implemented yet (Repack planner issue); inputs are valid.", file=sys.stderr)
-    return 3
+    snapshot = load_snapshot(ns.snapshot)
+    spec = load_repack_spec(ns.run)
+    if ns.server:
+        from sidecar.client import RepackClient
+
+        with RepackClient(ns.server) as client:
+            status = client.plan(service_pb2.PlanRequest(snapshot=snapshot, spec=spec)).status
+    else:
+        status = _plan_offline(snapshot, spec)
+    _emit(status, ns.output, _plan_table(status), wrap_status=True)
+    return 0
 
 
 def cmd_synth(ns: argparse.Namespace) -> int:
@@ -130,29 +178,40 @@ def cmd_demo(ns: argparse.Namespace) -> int:
         f"  {len(snap.nodes)} nodes in pools {', '.join(pools)}; {len(snap.task_columns.uid)} pods; "
         f"{len(snap.pod_groups)} PodGroups\n"
     )
+    spec = _demo_spec()
     if ns.offline:
         response = _evaluate_offline(service_pb2.EvaluateRequest(snapshot=snap))
+        status = _plan_offline(snap, spec)
         print("Fragmentation (offline):")
     else:
-        response = asyncio.run(_demo_over_grpc(snap))
+        response, status = asyncio.run(_demo_over_grpc(snap, spec))
         print("Fragmentation (Evaluate over gRPC on loopback):")
     print(_fragmentation_table(response))
-    print("\nPlan: not available yet; the Repack planner issue adds it here.")
+    print(f"\nPlan for the minimal DryRun (goal {DEMO.resource}, no scope, no budget):")
+    print(_plan_table(status))
     return 0
 
 
-async def _demo_over_grpc(snap: Any) -> service_pb2.EvaluateResponse:
+def _demo_spec() -> Any:
+    from sidecar.api.v1alpha1 import spec_pb2
+
+    return spec_pb2.RepackSpec(mode=spec_pb2.RepackSpec.DryRun, goals=[spec_pb2.RepackGoal(resource=DEMO.resource)])
+
+
+async def _demo_over_grpc(snap: Any, spec: Any) -> tuple[service_pb2.EvaluateResponse, plan_pb2.RepackStatus]:
     from sidecar.client import RepackClient
     from sidecar.server.app import start
 
     running = await start(ServerConfig(port=0, metrics_port=-1))
     try:
 
-        def call() -> service_pb2.EvaluateResponse:
+        def call() -> tuple[service_pb2.EvaluateResponse, plan_pb2.RepackStatus]:
             with RepackClient(f"127.0.0.1:{running.port}") as client:
                 session = client.open_session(service_pb2.OpenSessionRequest(snapshot=snap))
                 try:
-                    return client.evaluate(service_pb2.EvaluateRequest(session_id=session.session_id))
+                    evaluated = client.evaluate(service_pb2.EvaluateRequest(session_id=session.session_id))
+                    planned = client.plan(service_pb2.PlanRequest(session_id=session.session_id, spec=spec))
+                    return evaluated, planned.status
                 finally:
                     client.close_session(session.session_id)
 
@@ -230,9 +289,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     e.set_defaults(func=cmd_evaluate)
 
-    pl = sub.add_parser("plan", help="plan a RepackRun offline (lands with the planner)")
+    pl = sub.add_parser("plan", help="plan a RepackRun (prints its status)")
     pl.add_argument("--snapshot", required=True)
-    pl.add_argument("--run", required=True, help="RepackRun YAML")
+    pl.add_argument("--run", required=True, help="RepackRun YAML (or a bare spec)")
+    pl.add_argument("--server", help="host:port of a running sidecar (default: in-process)")
     pl.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     pl.set_defaults(func=cmd_plan)
 

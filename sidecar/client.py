@@ -19,6 +19,9 @@ class RepackClient:
     def evaluate(self, request: service_pb2.EvaluateRequest) -> service_pb2.EvaluateResponse:
         return self.stub.Evaluate(request, timeout=self.timeout)  # type: ignore[no-any-return]
 
+    def plan(self, request: service_pb2.PlanRequest) -> service_pb2.PlanResponse:
+        return self.stub.Plan(request, timeout=self.timeout)  # type: ignore[no-any-return]
+
     def open_session(self, request: service_pb2.OpenSessionRequest) -> service_pb2.OpenSessionResponse:
         return self.stub.OpenSession(request, timeout=self.timeout)  # type: ignore[no-any-return]
 

@@ -32,6 +32,7 @@ def test_demo_prints_fragmentation_from_the_loopback_server() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "Fragmentation (Evaluate over gRPC on loopback)" in proc.stdout
     assert "nvidia.com/gpu" in proc.stdout
+    assert "Result: RepackRecommended" in proc.stdout and "Freed nodes:" in proc.stdout
     offline = run("demo", "--offline")
     table = lambda out: out.split("Fragmentation")[1].split("\n", 1)[1]  # noqa: E731
     assert table(offline.stdout) == table(proc.stdout)
@@ -67,9 +68,24 @@ def test_synth_is_seeded_and_round_trips(tmp_path: Path) -> None:
     assert load_snapshot(a) != load_snapshot(c)
 
 
-def test_plan_is_not_yet_available(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", "--snapshot", GUIDE, "--run", "sidecar/data/guide-ascend-dryrun.yaml"]) == 3
-    assert "not implemented yet" in capsys.readouterr().err
+def test_plan_prints_the_repackrun_status(capsys: pytest.CaptureFixture[str]) -> None:
+    run_file = "sidecar/data/guide-ascend-dryrun.yaml"
+    assert main(["plan", "--snapshot", GUIDE, "--run", run_file, "-o", "yaml"]) == 0
+    status = yaml.safe_load(capsys.readouterr().out)["status"]
+    assert status["phase"] == "Succeeded"
+    assert status["conditions"][0]["reason"] == "RepackRecommended"
+    assert status["plan"]["freedNodes"] == ["ascend-node-01"]
+    assert status["plan"]["summary"]["fragAfterPercent"] == 0
+    assert main(["plan", "--snapshot", GUIDE, "--run", run_file]) == 0
+    table = capsys.readouterr().out
+    assert "ascend-batch-training-worker-0  ascend-node-01  ascend-node-02" in table
+
+
+def test_plan_rejects_a_bad_run_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "run.yaml"
+    bad.write_text("kind: RepackRun\nspec:\n  mode: DryRun\n  goals: []\n")
+    assert main(["plan", "--snapshot", GUIDE, "--run", str(bad)]) == 2
+    assert "spec.goals: exactly one goal per run, got 0" in capsys.readouterr().err
 
 
 def _wait_for(proc: subprocess.Popen[str], event: str, timeout: float = 30) -> dict[str, object]:

@@ -47,14 +47,25 @@ class Simulation:
         self.version = 0
         self._on_node: npt.NDArray[np.bool_] = on_node
         self._on_node_version = 0
+        self._future: F64 = np.empty(0)
+        self._future_version = -1
+        self._idle: F64 = np.empty(0)
+        self._idle_version = -1
 
     # -- views ---------------------------------------------------------------------------
 
     def future_idle(self) -> F64:
-        return self.state.node_alloc - self.used + self.releasing - self.pipelined
+        """FutureIdle per node (cached until the next change; do not modify the result)."""
+        if self._future_version != self.version:
+            self._future = self.state.node_alloc - self.used + self.releasing - self.pipelined
+            self._future_version = self.version
+        return self._future
 
     def idle(self) -> F64:
-        return self.state.node_alloc - self.used
+        if self._idle_version != self.version:
+            self._idle = self.state.node_alloc - self.used
+            self._idle_version = self.version
+        return self._idle
 
     def on_node(self) -> npt.NDArray[np.bool_]:
         """Tasks that occupy a node now (not terminated), including pipelined and releasing."""

@@ -24,6 +24,7 @@ from sidecar.api.v1alpha1 import plan_pb2, service_pb2
 from sidecar.mirror.core import Mirror, Verdict
 from sidecar.mirror.predicates import FilterResult, Subject
 from sidecar.mirror.simulation import Simulation
+from sidecar.repack import plan_status
 from sidecar.repack.fragmentation import fragmentation, goal_resources
 from sidecar.server import metrics
 from sidecar.server.config import ServerConfig
@@ -177,6 +178,14 @@ class RepackService:
             out.failures.add(reasons=reasons, nodes=mirror.names(members))
         return out
 
+    def plan(self, request: service_pb2.PlanRequest, deadline: Deadline) -> service_pb2.PlanResponse:
+        if not request.HasField("spec"):
+            raise SnapshotError("spec", "missing")
+        mirror, _, lock = self._mirror(request, deadline)
+        with lock or contextlib.nullcontext():
+            status = plan_status(mirror.state, request.spec, mirror=mirror, deadline=deadline)
+        return service_pb2.PlanResponse(status=status)
+
     def open_session(
         self, request: service_pb2.OpenSessionRequest, deadline: Deadline
     ) -> service_pb2.OpenSessionResponse:
@@ -224,17 +233,6 @@ class _NotFound(Exception):
     pass
 
 
-class _Unimplemented(Exception):
-    pass
-
-
-def _unimplemented(what: str, issue: str) -> Callable[[Any, Deadline], Message]:
-    def handler(request: Any, deadline: Deadline) -> Message:
-        raise _Unimplemented(f"{what} is not implemented yet; it lands with the {issue} (see README, 'Status')")
-
-    return handler
-
-
 def _deserializer(cls: type[Message], max_bytes: int) -> Callable[[bytes], Message | Rejected]:
     def parse(data: bytes) -> Message | Rejected:
         if len(data) > max_bytes:
@@ -264,8 +262,6 @@ def _rpc(config: ServerConfig, work: Work) -> Callable[[Any, grpc.aio.ServicerCo
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except _NotFound as exc:
             await context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
-        except _Unimplemented as exc:
-            await context.abort(grpc.StatusCode.UNIMPLEMENTED, str(exc))
         except DeadlineExceeded as exc:
             await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, str(exc))
         except Exception:
@@ -279,7 +275,7 @@ def _rpc(config: ServerConfig, work: Work) -> Callable[[Any, grpc.aio.ServicerCo
 def generic_handler(service: RepackService, config: ServerConfig) -> grpc.GenericRpcHandler:  # type: ignore[type-arg]
     methods: dict[str, tuple[type[Message], Work]] = {
         "Evaluate": (service_pb2.EvaluateRequest, service.evaluate),
-        "Plan": (service_pb2.PlanRequest, _unimplemented("Plan", "Repack planner issue")),
+        "Plan": (service_pb2.PlanRequest, service.plan),
         "Filter": (service_pb2.FilterRequest, service.filter),
         "Prioritize": (service_pb2.PrioritizeRequest, service.prioritize),
         "OpenSession": (service_pb2.OpenSessionRequest, service.open_session),

@@ -1,0 +1,106 @@
+"""RepackSpec validation and defaults: bad specs fail with the field named, before any planning."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from sidecar.api.v1alpha1 import spec_pb2
+from sidecar.repack.scope import Scope, resolve_selector_spec
+from sidecar.snapshot.errors import SnapshotError
+from sidecar.snapshot.units import to_volcano_units
+
+#: The guide's interruption-cost weights, in the order of Weights' fields.
+DEFAULT_WEIGHTS = (1.0, 0.8, 0.6, 0.3, 0.1)
+
+
+@dataclass(frozen=True)
+class Weights:
+    affected_workloads: float = DEFAULT_WEIGHTS[0]
+    below_min_available: float = DEFAULT_WEIGHTS[1]
+    affected_resources: float = DEFAULT_WEIGHTS[2]
+    moved_resources: float = DEFAULT_WEIGHTS[3]
+    moved_pods: float = DEFAULT_WEIGHTS[4]
+
+    def as_tuple(self) -> tuple[float, float, float, float, float]:
+        return (
+            self.affected_workloads,
+            self.below_min_available,
+            self.affected_resources,
+            self.moved_resources,
+            self.moved_pods,
+        )
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A validated RepackSpec in the planner's terms (Volcano units)."""
+
+    mode: str
+    resource: str
+    min_improvement: float  # percentage points
+    scope: Scope
+    max_pod_groups: int | None
+    max_resource: float | None  # Volcano units of the goal resource
+    weights: Weights
+    scheduler_names: frozenset[str]
+
+
+def validate(spec: spec_pb2.RepackSpec, path: str = "spec") -> RunSpec:
+    if spec.mode == spec_pb2.RepackSpec.MODE_UNSPECIFIED:
+        raise SnapshotError(f"{path}.mode", "missing (DryRun or Execute)")
+    if len(spec.goals) != 1:
+        raise SnapshotError(f"{path}.goals", f"exactly one goal per run, got {len(spec.goals)}")
+    goal = spec.goals[0]
+    if not goal.resource:
+        raise SnapshotError(f"{path}.goals[0].resource", "missing")
+    if goal.resource in ("cpu", "memory", "pods"):
+        raise SnapshotError(f"{path}.goals[0].resource", f'"{goal.resource}" is not an extended resource')
+    threshold = goal.min_frag_improvement_percent if goal.HasField("min_frag_improvement_percent") else 0.0
+    if not math.isfinite(threshold) or not 0 <= threshold <= 100:
+        raise SnapshotError(f"{path}.goals[0].minFragImprovementPercent", f"must be within [0, 100], got {threshold}")
+    max_pg: int | None = None
+    if spec.max_per_run.HasField("pod_groups"):
+        max_pg = spec.max_per_run.pod_groups
+        if max_pg < 1:
+            raise SnapshotError(f"{path}.maxPerRun.podGroups", f"must be at least 1, got {max_pg}")
+    max_res: float | None = None
+    for name, value in sorted(spec.max_per_run.resources.items()):
+        if not math.isfinite(value) or value <= 0:
+            raise SnapshotError(f'{path}.maxPerRun.resources["{name}"]', f"must be positive, got {value}")
+        if name == goal.resource:
+            max_res = to_volcano_units(name, value)
+        else:
+            raise SnapshotError(
+                f'{path}.maxPerRun.resources["{name}"]', f'only the goal resource "{goal.resource}" can be budgeted'
+            )
+    if spec.eviction.HasField("grace_period_seconds") and spec.eviction.grace_period_seconds < 0:
+        raise SnapshotError(f"{path}.eviction.gracePeriodSeconds", "must not be negative")
+    if spec.HasField("ttl_seconds_after_finished") and spec.ttl_seconds_after_finished < 0:
+        raise SnapshotError(f"{path}.ttlSecondsAfterFinished", "must not be negative")
+    weights = []
+    for field_name, default in zip(
+        (
+            "affected_workloads_weight",
+            "below_min_available_weight",
+            "affected_resources_weight",
+            "moved_resources_weight",
+            "moved_pods_weight",
+        ),
+        DEFAULT_WEIGHTS,
+        strict=True,
+    ):
+        value = getattr(spec.planner, field_name) if spec.planner.HasField(field_name) else default
+        if not math.isfinite(value) or value < 0:
+            raise SnapshotError(f"{path}.planner.{field_name}", f"must be a non-negative number, got {value}")
+        weights.append(value)
+    return RunSpec(
+        mode=spec_pb2.RepackSpec.Mode.Name(spec.mode),
+        resource=goal.resource,
+        min_improvement=threshold,
+        scope=resolve_selector_spec(spec.scope, f"{path}.scope"),
+        max_pod_groups=max_pg,
+        max_resource=max_res,
+        weights=Weights(*weights),
+        scheduler_names=frozenset(spec.planner.scheduler_names) or frozenset({"volcano"}),
+    )

@@ -1,0 +1,130 @@
+"""PlanResult -> RepackRun status (the guide's status.plan shape, conditions, explanations)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from sidecar.api.v1alpha1 import plan_pb2
+from sidecar.repack.fragmentation import Fragmentation
+from sidecar.repack.planner import PlanResult
+from sidecar.repack.spec import RunSpec
+from sidecar.snapshot.state import ClusterState
+from sidecar.snapshot.units import to_user_units
+
+NO_FRAGMENTATION = "NoFragmentation"
+INSUFFICIENT = "InsufficientImprovement"
+RECOMMENDED = "RepackRecommended"
+
+
+def _frag(f: Fragmentation) -> plan_pb2.Fragmentation:
+    return plan_pb2.Fragmentation(
+        resource=f.resource,
+        providing_nodes=f.providing_nodes,
+        occupied_nodes=f.occupied_nodes,
+        min_occupied_nodes=f.min_occupied_nodes,
+        fragmentation_percent=f.percent,
+        min_exact=f.min_exact,
+        min_method=f.min_method,
+        allocated=f.allocated,
+        allocatable=f.allocatable,
+    )
+
+
+def owner_of(state: ClusterState, group: int) -> plan_pb2.WorkloadOwner:
+    """The controlling owner of a PodGroup (Volcano Job, ModelServing, ...), else its first owner."""
+    refs = list(state.pod_groups[group].owner_references)
+    ref = next((r for r in refs if r.controller), refs[0] if refs else None)
+    if ref is None:
+        return plan_pb2.WorkloadOwner(
+            api_version="scheduling.volcano.sh/v1beta1", kind="PodGroup", name=state.pod_groups[group].name
+        )
+    return plan_pb2.WorkloadOwner(api_version=ref.api_version, kind=ref.kind, name=ref.name)
+
+
+def outcome(result: PlanResult, spec: RunSpec) -> tuple[str, str]:
+    """(reason, message) of the Complete condition."""
+    before, after = result.before, result.after
+    if before.occupied_nodes <= before.min_occupied_nodes:
+        return NO_FRAGMENTATION, (
+            f"{spec.resource}: {before.occupied_nodes} occupied nodes, already the minimum "
+            f"({before.min_occupied_nodes}, {before.min_method})"
+        )
+    freed = len(result.freed)
+    gain = result.improvement
+    if freed >= 1 and gain + 1e-9 >= spec.min_improvement:
+        return RECOMMENDED, (
+            f"freeing {freed} node(s) lowers {spec.resource} fragmentation from "
+            f"{before.percent:.1f}% to {after.percent:.1f}% ({gain:.1f} points)"
+        )
+    if freed == 0:
+        return INSUFFICIENT, (
+            f"{spec.resource} fragmentation is {before.percent:.1f}% but no node can be emptied "
+            "within scope, budgets and scheduling constraints"
+        )
+    return INSUFFICIENT, (
+        f"the best feasible plan frees {freed} node(s) for {gain:.1f} points, below "
+        f"minFragImprovementPercent {spec.min_improvement:g}"
+    )
+
+
+def to_status(state: ClusterState, result: PlanResult, spec: RunSpec) -> plan_pb2.RepackStatus:
+    reason, message = outcome(result, spec)
+    recommended = reason == RECOMMENDED
+    status = plan_pb2.RepackStatus(phase="Succeeded")
+    status.conditions.add(type="Complete", status="True", reason=reason, message=message)
+    plan = status.plan
+    summary = plan.summary
+    summary.resource = spec.resource
+    summary.frag_before_percent = round(result.before.percent, 1)
+    summary.before.CopyFrom(_frag(result.before))
+    summary.resolved_scope.pod_group_count = result.pod_group_count
+    summary.resolved_scope.node_count = result.node_count
+    after = result.after if recommended else result.before
+    summary.frag_after_percent = round(after.percent, 1)
+    summary.after.CopyFrom(_frag(after))
+    if recommended:
+        moves = result.moves
+        summary.freed_node_count = len(result.freed)
+        g = state.resource(spec.resource)
+        grouped: dict[int, list[int]] = defaultdict(list)
+        for k, m in enumerate(moves):
+            grouped[int(state.task_pod_group[m.task])].append(k)
+        moved_cards = 0.0
+        for group in sorted(grouped, key=lambda x: state.pod_group_key(x)):
+            pg = state.pod_groups[group]
+            entry = plan.moves.add(namespace=pg.namespace, pod_group_name=pg.name, owner=owner_of(state, group))
+            cards = 0.0
+            for k in grouped[group]:
+                m = moves[k]
+                c = to_user_units(spec.resource, float(state.task_req[m.task, g]))
+                cards += c
+                entry.pods.add(
+                    name=state.task_name[m.task],
+                    from_node=state.node_names[m.source],
+                    to_node=state.node_names[m.target],
+                    cards=c,
+                )
+            entry.cards = cards
+            moved_cards += cards
+        summary.moved_card_count = moved_cards
+        plan.freed_nodes.extend(state.node_names[n] for n in result.freed)
+        w, below, affected, cards_total, pods = result.gang.totals()
+        summary.cost.CopyFrom(
+            plan_pb2.PlanCost(
+                affected_workloads=w,
+                pod_groups_below_min_available=below,
+                affected_cards=to_user_units(spec.resource, affected),
+                moved_cards=to_user_units(spec.resource, cards_total),
+                moved_pods=pods,
+            )
+        )
+    for n in sorted(result.outcomes, key=lambda x: state.node_names[x]):
+        o = result.outcomes[n]
+        selected = o.selected and recommended
+        plan.candidates.add(
+            node=state.node_names[n],
+            selected=selected,
+            reason=o.reason if selected or not o.selected else "BelowThreshold",
+            message=o.message if selected or not o.selected else message,
+        )
+    return status
