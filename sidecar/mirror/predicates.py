@@ -119,6 +119,7 @@ class Predicates:
         self.conf = conf
         self.labels = labels or NodeLabels(state.nodes)
         self._static: dict[bytes, StaticResult] = {}
+        self._static_by_profile: dict[int, StaticResult] = {}
         self._taint_sets: tuple[npt.NDArray[np.int32], list[tuple[pb.Taint, ...]]] | None = None
         self._profile_match: dict[bytes, npt.NDArray[np.intp]] = {}
         self._by_profile: list[npt.NDArray[np.intp]] | None = None
@@ -166,11 +167,19 @@ class Predicates:
             self._taint_sets = (ids, sets)
         return self._taint_sets
 
-    def static(self, profile: pb.TaskProfile, path: str = "task.profile") -> StaticResult:
+    def static(
+        self, profile: pb.TaskProfile, path: str = "task.profile", *, profile_index: int | None = None
+    ) -> StaticResult:
         """NodeUnschedulable, NodeAffinity, TaintToleration over all nodes; cached per constraint set."""
+        if profile_index is not None:
+            hit = self._static_by_profile.get(profile_index)
+            if hit is not None:
+                return hit
         key = static_key(profile)
         hit = self._static.get(key)
         if hit is not None:
+            if profile_index is not None:
+                self._static_by_profile[profile_index] = hit
             return hit
         n = self.state.n_nodes
         code = np.zeros(n, np.int8)
@@ -197,6 +206,8 @@ class Predicates:
                 taint_at[hit_taint] = per_node[hit_taint]
         result = StaticResult(code, taint_at)
         self._static[key] = result
+        if profile_index is not None:
+            self._static_by_profile[profile_index] = result
         return result
 
     # -- pod matching ----------------------------------------------------------------------
@@ -279,9 +290,10 @@ class Predicates:
         n = self.state.n_nodes
         code = np.zeros(n, np.int8)
         # 1. Existing pods whose required anti-affinity terms match this pod.
-        if self._anti_groups:
+        targets = self._anti_targets(subj) if self._anti_groups else []
+        if targets:
             on_node = sim.on_node()
-            for g, key in self._anti_targets(subj):
+            for g, key in targets:
                 members = self._anti_groups[g][2]
                 placed = members[on_node[members]]
                 if subj.task is not None:
@@ -421,19 +433,19 @@ class Predicates:
     ) -> FilterResult:
         state = self.state
         n = state.n_nodes
-        wanted = np.zeros(n, bool)
         if nodes is None:
-            wanted[:] = True
+            wanted = np.ones(n, bool)
         else:
+            wanted = np.zeros(n, bool)
             wanted[nodes] = True
         dims = self.fit_dims(subj.req)
         first_fail = kernels.first_insufficient(subj.req, sim.future_idle(), dims)
         fits = first_fail < 0
         if subj.unknown_resources:
             fits[:] = False
-        fits_idle = kernels.first_insufficient(subj.req, sim.idle(), dims) < 0
+        fits_idle = kernels.first_insufficient(subj.req, sim.idle(), dims) < 0 if explain else fits
         pod_full = sim.pod_count >= state.node_alloc[:, self.pods_dim]
-        static = self.static(subj.profile)
+        static = self.static(subj.profile, profile_index=subj.profile_index)
         ok = fits & wanted & ~pod_full & (static.code == S_OK)
         ports = np.zeros(n, bool)
         if self.conf.predicate_on("NodePorts"):
@@ -443,10 +455,16 @@ class Predicates:
                 for i in np.flatnonzero(fits & wanted & (static.code == S_OK)):
                     ports[i] = ports_conflict(wanted_ports, used.get(int(i)))
         ok &= ~ports
-        inter = self.interpod(subj, sim) if self.conf.predicate_on("InterPodAffinity") else np.zeros(n, np.int8)
-        ok &= inter == P_OK
-        spread = self.spread(subj, sim) if self.conf.predicate_on("PodTopologySpread") else np.zeros(n, np.int8)
-        ok &= spread == T_OK
+        inter = self.interpod(subj, sim) if self.conf.predicate_on("InterPodAffinity") else None
+        if inter is not None:
+            ok &= inter == P_OK
+        else:
+            inter = np.zeros(n, np.int8)
+        spread = self.spread(subj, sim) if self.conf.predicate_on("PodTopologySpread") else None
+        if spread is not None:
+            ok &= spread == T_OK
+        else:
+            spread = np.zeros(n, np.int8)
         result = FilterResult(ok, ok & fits_idle)
         if explain:
             result.groups = self._explain(subj, wanted & ~ok, first_fail, pod_full, static, ports, inter, spread)

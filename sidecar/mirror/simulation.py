@@ -47,25 +47,23 @@ class Simulation:
         self.version = 0
         self._on_node: npt.NDArray[np.bool_] = on_node
         self._on_node_version = 0
-        self._future: F64 = np.empty(0)
-        self._future_version = -1
-        self._idle: F64 = np.empty(0)
-        self._idle_version = -1
+        self._idle: F64 = state.node_alloc - self.used
+        self._future: F64 = self._idle + self.releasing - self.pipelined
 
     # -- views ---------------------------------------------------------------------------
 
     def future_idle(self) -> F64:
-        """FutureIdle per node (cached until the next change; do not modify the result)."""
-        if self._future_version != self.version:
-            self._future = self.state.node_alloc - self.used + self.releasing - self.pipelined
-            self._future_version = self.version
+        """FutureIdle per node, kept current row by row (read-only for callers)."""
         return self._future
 
     def idle(self) -> F64:
-        if self._idle_version != self.version:
-            self._idle = self.state.node_alloc - self.used
-            self._idle_version = self.version
+        """Idle per node, kept current row by row (read-only for callers)."""
         return self._idle
+
+    def _refresh(self, node: int) -> None:
+        alloc = self.state.node_alloc[node]
+        self._idle[node] = alloc - self.used[node]
+        self._future[node] = self._idle[node] + self.releasing[node] - self.pipelined[node]
 
     def on_node(self) -> npt.NDArray[np.bool_]:
         """Tasks that occupy a node now (not terminated), including pipelined and releasing."""
@@ -119,6 +117,7 @@ class Simulation:
             if status == RELEASING:
                 self.releasing[node] -= req
         self.pod_count[node] -= 1
+        self._refresh(node)
         ports = task_ports(self.state.profiles[self.state.task_profile[task]])
         if ports:
             self.ports()[node].subtract(ports)
@@ -132,6 +131,7 @@ class Simulation:
         self._save(task, [node])
         self.used[node] += self.state.task_req[task]
         self.pod_count[node] += 1
+        self._refresh(node)
         ports = task_ports(self.state.profiles[self.state.task_profile[task]])
         if ports:
             self.ports().setdefault(node, Counter()).update(ports)
@@ -154,6 +154,7 @@ class Simulation:
                 self.releasing[n] = rel
                 self.pipelined[n] = pipe
                 self.pod_count[n] = count
+                self._refresh(n)
             if self._ports is not None:
                 for n, counter in undo.ports:
                     if counter:

@@ -37,6 +37,11 @@ class GangState:
         self.moves = np.zeros(len(self.running), np.int64)
         self.cards = np.zeros(len(self.running))
         self.role_moves = [Counter() for _ in self.running]
+        # plain-Python copies for the per-group arithmetic of marginal() (numpy scalars are slow)
+        self._safe = [max(int(r) - int(m), 0) for r, m in zip(self.running, self.min_member, strict=True)]
+        self._usage = [float(u) for u in self.usage]
+        self._moves = [0] * len(self.running)
+        self._cards = [0.0] * len(self.running)
 
     @classmethod
     def build(cls, state: ClusterState, goal: int, holds: npt.NDArray[np.bool_]) -> GangState:
@@ -57,11 +62,13 @@ class GangState:
         return cls(running, min_member, usage, role_running, role_min)
 
     def safe(self, g: int) -> int:
-        return max(int(self.running[g] - self.min_member[g]), 0)
+        return self._safe[g]
 
     def below(self, g: int, extra: int = 0, extra_roles: Counter[str] | None = None) -> bool:
-        if self.moves[g] + extra > self.safe(g):
+        if self._moves[g] + extra > self._safe[g]:
             return True
+        if not self.role_min[g]:
+            return False
         for role, minimum in self.role_min[g].items():
             moved = self.role_moves[g][role] + (extra_roles or Counter())[role]
             if moved > max(self.role_running[g][role] - minimum, 0):
@@ -72,12 +79,14 @@ class GangState:
         self, g: int, extra: int = 0, extra_cards: float = 0.0, extra_roles: Counter[str] | None = None
     ) -> float:
         if self.below(g, extra, extra_roles):
-            return float(self.usage[g])
-        return float(self.cards[g] + extra_cards)
+            return self._usage[g]
+        return self._cards[g] + extra_cards
 
     def apply(self, g: int, moves: int, cards: float, roles: Counter[str]) -> None:
         self.moves[g] += moves
         self.cards[g] += cards
+        self._moves[g] += moves
+        self._cards[g] += cards
         self.role_moves[g].update(roles)
 
     def totals(self) -> tuple[int, int, float, float, int]:
@@ -105,7 +114,7 @@ def marginal(gang: GangState, groups: list[GroupMoves]) -> npt.NDArray[np.float6
     pods = 0
     for m in groups:
         g = m.group
-        if gang.moves[g] == 0:
+        if gang._moves[g] == 0:
             workloads += 1
         was_below = gang.below(g)
         if not was_below and gang.below(g, m.pods, m.roles):
@@ -114,6 +123,18 @@ def marginal(gang: GangState, groups: list[GroupMoves]) -> npt.NDArray[np.float6
         cards += m.cards
         pods += m.pods
     return np.array([workloads, below, affected, cards, pods], np.float64)
+
+
+def ranking_scores(deltas_t: npt.NDArray[np.float64], weights: tuple[float, ...]) -> npt.NDArray[np.float64]:
+    """normalised_scores minus a constant, for dimension-major input ``[5, C]``:
+    sum_d w_d x_d / span_d ranks candidates exactly as the min-max normalised sum does
+    (subtracting each dimension's minimum shifts every candidate by the same amount)."""
+    if deltas_t.shape[1] == 0:
+        return np.zeros(0)
+    span = deltas_t.max(axis=1) - deltas_t.min(axis=1)
+    scale = np.divide(np.asarray(weights, np.float64), span, out=np.zeros(len(weights)), where=span > 0)
+    out: npt.NDArray[np.float64] = scale @ deltas_t
+    return out
 
 
 def normalised_scores(deltas: npt.NDArray[np.float64], weights: tuple[float, ...]) -> npt.NDArray[np.float64]:

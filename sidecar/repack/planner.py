@@ -18,6 +18,7 @@ constraints (affinity, spread, ports), which moves can loosen, is retried after 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,7 +29,7 @@ from sidecar.mirror.ledger import PIPELINED
 from sidecar.mirror.predicates import S_OK, Subject
 from sidecar.mirror.selectors import label_selector_matches
 from sidecar.mirror.simulation import Simulation
-from sidecar.repack.cost import GangState, GroupMoves, marginal, normalised_scores
+from sidecar.repack.cost import GangState, GroupMoves, marginal, ranking_scores
 from sidecar.repack.fragmentation import Fragmentation, fragmentation, holding_mask
 from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
@@ -63,7 +64,6 @@ class Candidate:
     cards: float  # Volcano units of the goal resource on the node
     cost_alone: float  # interruption cost of emptying it first (receiver rule 3)
     pdbs: Counter[int] = field(default_factory=Counter)
-    retry_at: int = -1  # plan size at which a pod-level failure may be retried
 
 
 @dataclass
@@ -168,7 +168,7 @@ class Planner:
                 t = int(tasks[pipelined_goal[tasks]][0])
                 outcomes[n] = Outcome(n, False, PIPELINED_POD, f"pod {self._pod(t)} is pipelined onto this node")
                 continue
-            order = pods[np.lexsort((np.array([state.task_name[t] for t in pods]), -req_g[pods]))]
+            order = np.array(sorted(pods.tolist(), key=lambda t: (-req_g[t], state.task_name[t])), np.intp)
             groups: dict[int, list[int]] = {}
             for t in order:
                 groups.setdefault(int(pg[t]), []).append(int(t))
@@ -208,7 +208,7 @@ class Planner:
 
 
 class _Run:
-    """One planning loop over a simulation."""
+    """One planning loop over a simulation; candidates live in arrays indexed 0..C-1."""
 
     def __init__(
         self,
@@ -225,85 +225,124 @@ class _Run:
         self.spec = planner.spec
         self.mirror = planner.mirror
         self.sim = sim
-        self.pending = candidates
+        self.cands = candidates
         self.pinned = pinned.copy()
         self.gang = gang
         self.outcomes = outcomes
         self.deadline = deadline
         self.moves: list[Move] = []
         self.freed: list[int] = []
-        self.emptying = np.zeros(self.state.n_nodes, bool)  # freed, or being emptied now
-        self.received = np.zeros(self.state.n_nodes, bool)
+        n_nodes = self.state.n_nodes
+        self.emptying = np.zeros(n_nodes, bool)  # freed, or being emptied now
+        self.received = np.zeros(n_nodes, bool)
         self.pdb_used: Counter[int] = Counter()
-        self.cost_alone = np.zeros(self.state.n_nodes)
+        self.cost_alone = np.zeros(n_nodes)
         for c in candidates:
             self.cost_alone[c.node] = c.cost_alone
         self.weights = self.spec.weights.as_tuple()
-        self.benefit = self.state.node_alloc[:, planner.goal]
-        self.rank = np.empty(self.state.n_nodes, np.int64)
-        self.rank[np.argsort(np.array(self.state.node_names, dtype=object), kind="stable")] = np.arange(
-            self.state.n_nodes
+        names_rank = np.empty(n_nodes, np.int64)
+        names_rank[np.argsort(np.array(self.state.node_names, dtype=object), kind="stable")] = np.arange(n_nodes)
+        self.rank = names_rank
+        nodes = np.array([c.node for c in candidates], np.intp)
+        self.node = nodes
+        self.alive = np.ones(len(candidates), bool)
+        self.retry_at = np.zeros(len(candidates), np.int64)
+        # [5, C]: dimension-major, so per-dimension min/max over candidates are contiguous reductions
+        self.delta = np.ascontiguousarray(
+            np.array([marginal(gang, c.groups) for c in candidates]).reshape(len(candidates), 5).T
         )
+        self.c_benefit = self.state.node_alloc[nodes, planner.goal] if len(candidates) else np.zeros(0)
+        self.c_rank = names_rank[nodes] if len(candidates) else np.zeros(0, np.int64)
+        self.by_group: dict[int, list[int]] = {}
+        for i, c in enumerate(candidates):
+            for m in c.groups:
+                self.by_group.setdefault(m.group, []).append(i)
+        self.index_of = {c.node: i for i, c in enumerate(candidates)}
+        self._prepare_preflight()
 
     # -- the loop ------------------------------------------------------------------------------
 
     def loop(self) -> None:
-        deltas = {id(c): marginal(self.gang, c.groups) for c in self.pending}
-        while self.pending:
+        preflight_at = -1
+        while True:
             check = getattr(self.deadline, "check", None)
             if check is not None:
                 check("planning")
-            live = [c for c in self.pending if c.retry_at <= len(self.freed)]
-            chosen = None
-            while live and chosen is None:
-                live = [c for c in live if self._within_budgets(c, deltas[id(c)])]
-                if not live:
-                    break
-                scores = normalised_scores(np.array([deltas[id(c)] for c in live]), self.weights)
-                order = np.lexsort((self.rank[[c.node for c in live]], -self.benefit[[c.node for c in live]], scores))
-                best = live[int(order[0])]
-                if self._try(best):
-                    chosen = best
-                else:
-                    live.remove(best)
-            if chosen is None:
+            live = np.flatnonzero(self.alive & (self.retry_at <= len(self.freed)))
+            live = self._within_budgets(live)
+            if live.size == 0:
                 break
-            self.pending.remove(chosen)
-            touched = {m.group for m in chosen.groups}
-            for c in self.pending:
-                if any(m.group in touched for m in c.groups):
-                    deltas[id(c)] = marginal(self.gang, c.groups)
-        for c in self.pending:
-            if c.node not in self.outcomes:
-                self.outcomes[c.node] = Outcome(c.node, False, NO_RECEIVER, "no feasible placement for its pods")
+            scores = ranking_scores(self.delta[:, live], self.weights)
+            chosen = -1
+            while chosen < 0:
+                best = self._best(live, scores)
+                if best < 0:
+                    break
+                c = int(live[best])
+                if self._try(c):
+                    chosen = c
+                    break
+                scores[best] = np.inf
+                if preflight_at != len(self.freed):  # a failure: prune what cannot fit any more, in bulk
+                    preflight_at = len(self.freed)
+                    self._preflight()
+                    scores[~self.alive[live]] = np.inf
+            if chosen < 0:
+                break
+            for m in self.cands[chosen].groups:
+                for other in self.by_group.get(m.group, ()):
+                    if self.alive[other]:
+                        self.delta[:, other] = marginal(self.gang, self.cands[other].groups)
+        for i in np.flatnonzero(self.alive):
+            node = self.cands[int(i)].node
+            if node not in self.outcomes:
+                self.outcomes[node] = Outcome(node, False, NO_RECEIVER, "no feasible placement for its pods")
 
-    def _within_budgets(self, c: Candidate, delta: npt.NDArray[np.float64]) -> bool:
+    def _best(self, live: npt.NDArray[np.intp], scores: npt.NDArray[np.float64]) -> int:
+        """Position in ``live`` of the lowest score; ties: more capacity freed, then node name."""
+        low = scores.min() if scores.size else np.inf
+        if not np.isfinite(low):
+            return -1
+        tied = np.flatnonzero(scores <= low + 1e-12)
+        if tied.size == 1:
+            return int(tied[0])
+        c = live[tied]
+        return int(tied[np.lexsort((self.c_rank[c], -self.c_benefit[c]))[0]])
+
+    def _within_budgets(self, live: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
         spec = self.spec
+        keep = np.ones(live.size, bool)
         touched = int((self.gang.moves > 0).sum())
-        if spec.max_pod_groups is not None and touched + delta[0] > spec.max_pod_groups:
-            self._drop(
-                c,
-                BUDGET,
-                f"would affect {touched + int(delta[0])} PodGroups, over maxPerRun.podGroups {spec.max_pod_groups}",
-            )
-            return False
-        if spec.max_resource is not None:
-            moved = float(self.gang.cards.sum()) + delta[3]
-            if moved > spec.max_resource + TOLERANCE:
-                unit = 1000.0
+        if spec.max_pod_groups is not None:
+            over = touched + self.delta[0, live] > spec.max_pod_groups
+            for i in live[over]:
                 self._drop(
-                    c,
+                    int(i),
                     BUDGET,
-                    f"would move {moved / unit:g} {spec.resource}, over maxPerRun.resources "
-                    f"{spec.max_resource / unit:g}",
+                    f"would affect {touched + int(self.delta[0, i])} PodGroups, over "
+                    f"maxPerRun.podGroups {spec.max_pod_groups}",
                 )
-                return False
-        for p, n in c.pdbs.items():
+            keep &= ~over
+        if spec.max_resource is not None:
+            moved = float(self.gang.cards.sum())
+            over = moved + self.delta[3, live] > spec.max_resource + TOLERANCE
+            for i in live[over & keep]:
+                self._drop(
+                    int(i),
+                    BUDGET,
+                    f"would move {(moved + self.delta[3, i]) / 1000:g} {spec.resource}, over "
+                    f"maxPerRun.resources {spec.max_resource / 1000:g}",
+                )
+            keep &= ~over
+        return live[keep]
+
+    def _pdb_ok(self, i: int) -> bool:
+        for p, n in self.cands[i].pdbs.items():
             allowed = self.state.pdbs[p].disruptions_allowed
             if self.pdb_used[p] + n > allowed:
                 pdb = self.state.pdbs[p]
                 self._drop(
-                    c,
+                    i,
                     PDB,
                     f"would evict {self.pdb_used[p] + n} pods covered by PodDisruptionBudget "
                     f"{pdb.namespace}/{pdb.name} (disruptionsAllowed {allowed})",
@@ -311,10 +350,67 @@ class _Run:
                 return False
         return True
 
-    def _drop(self, c: Candidate, reason: str, message: str) -> None:
-        if c in self.pending:
-            self.pending.remove(c)
-        self.outcomes[c.node] = Outcome(c.node, False, reason, message)
+    def _drop(self, i: int, reason: str, message: str) -> None:
+        self.alive[i] = False
+        node = self.cands[i].node
+        self.outcomes[node] = Outcome(node, False, reason, message)
+
+    # -- bulk pruning ----------------------------------------------------------------------------
+
+    def _prepare_preflight(self) -> None:
+        """Flatten every candidate's pods with the row of their node-only checks."""
+        state, p = self.state, self.mirror.predicates
+        rows: dict[bytes, int] = {}
+        masks: list[npt.NDArray[np.bool_]] = []
+        pod_cand, pod_row, pod_req = [], [], []
+        from sidecar.mirror.predicates import static_key
+
+        by_profile: dict[int, int] = {}
+        for i, c in enumerate(self.cands):
+            for t in c.pods:
+                prof_i = int(state.task_profile[t])
+                r = by_profile.get(prof_i, -1)
+                if r < 0:
+                    prof = state.profiles[prof_i]
+                    key = static_key(prof)
+                    r = rows.get(key, -1)
+                    if r < 0:
+                        r = rows[key] = len(masks)
+                        masks.append(p.static(prof).code == S_OK)
+                    by_profile[prof_i] = r
+                pod_cand.append(i)
+                pod_row.append(r)
+                pod_req.append(state.task_req[t, self.p.goal])
+        self.pf_masks = np.array(masks) if masks else np.zeros((0, state.n_nodes), bool)
+        self.pf_cand = np.array(pod_cand, np.intp)
+        self.pf_row = np.array(pod_row, np.intp)
+        self.pf_req = np.array(pod_req, np.float64)
+
+    def _preflight(self) -> None:
+        """Drop candidates that can no longer fit, by two necessary conditions on the goal
+        resource: each pod needs a receiver with that much free, and a candidate's pods together
+        need that much free on the receivers their node checks allow. Receivers only fill up and
+        the set of receivers only shrinks, so a candidate failing here never succeeds later."""
+        if self.pf_cand.size == 0:
+            return
+        allowed = self._receivers_allowed()
+        free = np.maximum(self.sim.future_idle()[:, self.p.goal], 0.0)
+        n_rows = self.pf_masks.shape[0]
+        max_free = np.zeros(n_rows)
+        sum_free = np.zeros(n_rows)
+        for r in range(n_rows):
+            f = free[self.pf_masks[r] & allowed]
+            if f.size:
+                max_free[r] = f.max()
+                sum_free[r] = f.sum()
+        pod_bad = self.pf_req > max_free[self.pf_row] + TOLERANCE
+        n = len(self.cands)
+        need = np.bincount(self.pf_cand * n_rows + self.pf_row, weights=self.pf_req, minlength=n * n_rows)
+        over = (need.reshape(n, n_rows) > sum_free[None, :] + TOLERANCE).any(axis=1)
+        bad: npt.NDArray[np.bool_] = np.array(over, dtype=bool)
+        bad[self.pf_cand[pod_bad]] = True
+        for i in np.flatnonzero(bad & self.alive):
+            self._drop(int(i), NO_RECEIVER, self._no_receiver_message(self.cands[int(i)]))
 
     # -- one candidate ---------------------------------------------------------------------------
 
@@ -325,19 +421,32 @@ class _Run:
         allowed: npt.NDArray[np.bool_] = ~self.emptying & (held > TOLERANCE)  # never re-light an idle node
         return allowed
 
-    def _order(self, nodes: npt.NDArray[np.intp], req: float) -> npt.NDArray[np.intp]:
-        """The guide's receiver rules 2-4 (rule 1 is _receivers_allowed): stay-occupied nodes
-        first, then nodes costlier to empty later, then the least goal capacity left, then name."""
+    def _order(self, nodes: npt.NDArray[np.intp], req: float) -> Iterator[int]:
+        """Receivers in the guide's rules 2-4 (rule 1 is _receivers_allowed): nodes that stay
+        occupied anyway first, then nodes costlier to empty later, then the least goal capacity
+        left after the move, then name. The first choice is found without sorting (it is
+        usually taken); the full order is computed only when the search backtracks."""
+        if nodes.size == 0:
+            return
         sim, g = self.sim, self.p.goal
         stays = self.pinned[nodes] | self.received[nodes]
-        left = (
-            self.state.node_alloc[nodes, g] - sim.used[nodes, g] + sim.releasing[nodes, g] - sim.pipelined[nodes, g]
-        ) - req
-        keys = (self.rank[nodes], left, -np.where(stays, 0.0, self.cost_alone[nodes]), ~stays)
-        result: npt.NDArray[np.intp] = nodes[np.lexsort(keys)]
-        return result
+        cost = np.where(stays, 0.0, self.cost_alone[nodes])
+        left = self.sim.future_idle()[nodes, g] - req
+        pick = np.flatnonzero(stays) if stays.any() else np.arange(nodes.size)
+        pick = pick[cost[pick] == cost[pick].max()]
+        pick = pick[left[pick] == left[pick].min()]
+        first = int(pick[np.argmin(self.rank[nodes[pick]])])
+        yield int(nodes[first])
+        del sim
+        rest = np.lexsort((self.rank[nodes], left, -cost, ~stays))
+        for k in rest:
+            if k != first:
+                yield int(nodes[k])
 
-    def _try(self, c: Candidate) -> bool:
+    def _try(self, i: int) -> bool:
+        if not self._pdb_ok(i):
+            return False
+        c = self.cands[i]
         sim, state = self.sim, self.state
         mark = sim.checkpoint()
         self.emptying[c.node] = True
@@ -374,9 +483,9 @@ class _Run:
             sim.rollback(mark)
             self.emptying[c.node] = False
             if stuck and any(self._node_checks_pass(subj, allowed) for subj in stuck):
-                c.retry_at = len(self.freed) + 1  # affinity/spread/ports may loosen as the plan grows
+                self.retry_at[i] = len(self.freed) + 1  # affinity/spread/ports may loosen as the plan grows
             else:
-                self._drop(c, NO_RECEIVER, self._no_receiver_message(c))
+                self._drop(i, NO_RECEIVER, self._no_receiver_message(c))
             return False
         sim.commit()
         for target, t in zip(targets, c.pods, strict=True):
@@ -394,9 +503,11 @@ class _Run:
             EMPTIED,
             f"{len(c.pods)} pods move to " + ", ".join(sorted({state.node_names[x] for x in targets})),
         )
-        for other in list(self.pending):  # a node that received pods stays occupied: no longer a candidate
-            if self.received[other.node]:
-                self._drop(other, RECEIVER, "receives pods in this plan, so it stays occupied")
+        self.alive[i] = False
+        for target in set(targets):  # a node that received pods stays occupied: no longer a candidate
+            j = self.index_of.get(target)
+            if j is not None and self.alive[j]:
+                self._drop(j, RECEIVER, "receives pods in this plan, so it stays occupied")
         return True
 
     def _node_checks_pass(self, subj: Subject, allowed: npt.NDArray[np.bool_]) -> bool:
