@@ -431,43 +431,50 @@ class Predicates:
     def filter(
         self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp] | None = None, *, explain: bool = True
     ) -> FilterResult:
+        """Check ``subj`` against ``nodes`` (default: all). Node-wise work runs on that subset;
+        pod-level checks (affinity, spread) run only when the pod, or an existing pod's
+        anti-affinity, gives them something to check."""
         state = self.state
         n = state.n_nodes
-        if nodes is None:
-            wanted = np.ones(n, bool)
-        else:
-            wanted = np.zeros(n, bool)
-            wanted[nodes] = True
+        idx = np.arange(n) if nodes is None else np.asarray(nodes, np.intp)
         dims = self.fit_dims(subj.req)
-        first_fail = kernels.first_insufficient(subj.req, sim.future_idle(), dims)
+        first_fail = kernels.first_insufficient(subj.req, sim.future_idle()[idx], dims)
         fits = first_fail < 0
         if subj.unknown_resources:
             fits[:] = False
-        fits_idle = kernels.first_insufficient(subj.req, sim.idle(), dims) < 0 if explain else fits
-        pod_full = sim.pod_count >= state.node_alloc[:, self.pods_dim]
+        fits_idle = kernels.first_insufficient(subj.req, sim.idle()[idx], dims) < 0 if explain else fits
+        pod_full = sim.pod_count[idx] >= state.node_alloc[idx, self.pods_dim]
         static = self.static(subj.profile, profile_index=subj.profile_index)
-        ok = fits & wanted & ~pod_full & (static.code == S_OK)
-        ports = np.zeros(n, bool)
+        static_code = static.code[idx]
+        ok = fits & ~pod_full & (static_code == S_OK)
+        ports = np.zeros(idx.size, bool)
         if self.conf.predicate_on("NodePorts"):
             wanted_ports = task_ports(subj.profile)
             if wanted_ports:
                 used = sim.ports()
-                for i in np.flatnonzero(fits & wanted & (static.code == S_OK)):
-                    ports[i] = ports_conflict(wanted_ports, used.get(int(i)))
+                for k in np.flatnonzero(fits & (static_code == S_OK)):
+                    ports[k] = ports_conflict(wanted_ports, used.get(int(idx[k])))
         ok &= ~ports
-        inter = self.interpod(subj, sim) if self.conf.predicate_on("InterPodAffinity") else None
-        if inter is not None:
+        inter = np.zeros(idx.size, np.int8)
+        prof = subj.profile
+        if self.conf.predicate_on("InterPodAffinity") and (
+            prof.pod_affinity or prof.pod_anti_affinity or (self._anti_groups and self._anti_targets(subj))
+        ):
+            inter = self.interpod(subj, sim)[idx]
             ok &= inter == P_OK
-        else:
-            inter = np.zeros(n, np.int8)
-        spread = self.spread(subj, sim) if self.conf.predicate_on("PodTopologySpread") else None
-        if spread is not None:
+        spread = np.zeros(idx.size, np.int8)
+        if self.conf.predicate_on("PodTopologySpread") and prof.topology_spread_constraints:
+            spread = self.spread(subj, sim)[idx]
             ok &= spread == T_OK
-        else:
-            spread = np.zeros(n, np.int8)
-        result = FilterResult(ok, ok & fits_idle)
+        feasible = np.zeros(n, bool)
+        feasible[idx] = ok
+        idle_ok = np.zeros(n, bool)
+        idle_ok[idx] = ok & fits_idle
+        result = FilterResult(feasible, idle_ok)
         if explain:
-            result.groups = self._explain(subj, wanted & ~ok, first_fail, pod_full, static, ports, inter, spread)
+            sub_static = StaticResult(static_code, static.taint[idx])
+            groups = self._explain(subj, ~ok, first_fail, pod_full, sub_static, ports, inter, spread, idx)
+            result.groups = [(reasons, idx[members]) for reasons, members in groups]
         return result
 
     def _explain(
@@ -480,8 +487,10 @@ class Predicates:
         ports: Mask,
         inter: I8,
         spread: I8,
+        nodes: npt.NDArray[np.intp],
     ) -> list[tuple[list[str], npt.NDArray[np.intp]]]:
-        """Failed nodes grouped by their reason list (vectorised: one decode per distinct list)."""
+        """Failed positions grouped by their reason list (vectorised: one decode per distinct list).
+        Arrays are per position; ``nodes`` maps positions to node indices."""
         idx = np.flatnonzero(failed)
         if idx.size == 0:
             return []
@@ -493,7 +502,9 @@ class Predicates:
         res_fail = first_fail[idx] >= 0
         static_fail = ~res_fail & (static.code[idx] != S_OK)
         inter_fail = ~res_fail & ~static_fail & (inter[idx] != P_OK)
-        taint_key = np.where(static.taint[idx] >= 0, ids[idx].astype(np.int64) * n_taint + static.taint[idx] + 1, 0)
+        taint_key = np.where(
+            static.taint[idx] >= 0, ids[nodes[idx]].astype(np.int64) * n_taint + static.taint[idx] + 1, 0
+        )
         taint_key = np.where(static_fail, taint_key, 0)
         key = first_fail[idx].astype(np.int64) + 1
         parts = (
@@ -511,7 +522,7 @@ class Predicates:
         for g in range(len(uniq)):
             members = idx[inverse == g]
             groups.append(
-                (self._reasons_of(int(members[0]), first_fail, pod_full, static, ports, inter, spread), members)
+                (self._reasons_of(int(members[0]), first_fail, pod_full, static, ports, inter, spread, nodes), members)
             )
         return groups
 
@@ -524,6 +535,7 @@ class Predicates:
         ports: Mask,
         inter: I8,
         spread: I8,
+        nodes: npt.NDArray[np.intp],
     ) -> list[str]:
         if first_fail[i] >= 0:
             return [INSUFFICIENT.format(self.state.resources[first_fail[i]])]
@@ -535,7 +547,7 @@ class Predicates:
             elif sc == S_AFFINITY:
                 reasons.append(NODE_AFFINITY)
             else:
-                taint = self.state.nodes[i].taints[static.taint[i]]
+                taint = self.state.nodes[int(nodes[i])].taints[static.taint[i]]
                 reasons.append(TAINT.format(taint.key, taint.value))
             return reasons
         if ports[i]:

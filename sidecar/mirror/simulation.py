@@ -46,7 +46,6 @@ class Simulation:
         self._log: list[_Undo] = []
         self.version = 0
         self._on_node: npt.NDArray[np.bool_] = on_node
-        self._on_node_version = 0
         self._idle: F64 = state.node_alloc - self.used
         self._future: F64 = self._idle + self.releasing - self.pipelined
 
@@ -66,10 +65,8 @@ class Simulation:
         self._future[node] = self._idle[node] + self.releasing[node] - self.pipelined[node]
 
     def on_node(self) -> npt.NDArray[np.bool_]:
-        """Tasks that occupy a node now (not terminated), including pipelined and releasing."""
-        if self._on_node_version != self.version:
-            self._on_node = (self.node_of >= 0) & ((self.status & TERMINATED_MASK) == 0)
-            self._on_node_version = self.version
+        """Tasks that occupy a node now (not terminated), including pipelined and releasing.
+        Kept current entry by entry; read-only for callers."""
         return self._on_node
 
     def ports(self) -> dict[int, Counter[PortKey]]:
@@ -88,6 +85,7 @@ class Simulation:
 
     def _save(self, task: int, nodes: list[int]) -> _Undo:
         ports = self.ports()
+        has_ports = bool(task_ports(self.state.profiles[self.state.task_profile[task]]))
         undo = _Undo(
             task,
             int(self.node_of[task]),
@@ -96,7 +94,7 @@ class Simulation:
                 (n, self.used[n].copy(), self.releasing[n].copy(), self.pipelined[n].copy(), int(self.pod_count[n]))
                 for n in nodes
             ],
-            [(n, Counter(ports.get(n, Counter()))) for n in nodes],
+            [(n, Counter(ports.get(n, ()))) for n in nodes] if has_ports else [],
         )
         self._log.append(undo)
         self.version += 1
@@ -123,6 +121,7 @@ class Simulation:
             self.ports()[node].subtract(ports)
             self.ports()[node] += Counter()  # drop zero entries
         self.node_of[task] = -1
+        self._on_node[task] = False
 
     def place(self, task: int, node: int) -> None:
         """Put an unplaced task on ``node`` as Allocated."""
@@ -137,6 +136,7 @@ class Simulation:
             self.ports().setdefault(node, Counter()).update(ports)
         self.node_of[task] = node
         self.status[task] = ALLOCATED
+        self._on_node[task] = True
 
     def move(self, task: int, node: int) -> None:
         self.remove(task)
@@ -163,6 +163,7 @@ class Simulation:
                         self._ports.pop(n, None)
             self.node_of[undo.task] = undo.node_of
             self.status[undo.task] = undo.status
+            self._on_node[undo.task] = undo.node_of >= 0 and not undo.status & TERMINATED_MASK
         self.version += 1
 
     def commit(self) -> None:

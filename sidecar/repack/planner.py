@@ -29,7 +29,7 @@ from sidecar.mirror.ledger import PIPELINED
 from sidecar.mirror.predicates import S_OK, Subject
 from sidecar.mirror.selectors import label_selector_matches
 from sidecar.mirror.simulation import Simulation
-from sidecar.repack.cost import GangState, GroupMoves, marginal, ranking_scores
+from sidecar.repack.cost import GangState, GroupMoves, initial_deltas, marginal, ranking_scores
 from sidecar.repack.fragmentation import Fragmentation, fragmentation, holding_mask
 from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
@@ -143,46 +143,56 @@ class Planner:
         movable &= np.where(pg >= 0, self.pg_in_scope[np.maximum(pg, 0)] if self.pg_in_scope.size else False, False)
         pipelined_goal = (state.task_node >= 0) & (state.task_status == PIPELINED) & (req_g > TOLERANCE)
 
-        by_node = np.argsort(state.task_node, kind="stable")
-        on = state.task_node[by_node]
-        starts = np.searchsorted(on, np.arange(state.n_nodes))
-        ends = np.searchsorted(on, np.arange(state.n_nodes), side="right")
-
-        candidates: list[Candidate] = []
         pinned = np.zeros(state.n_nodes, bool)  # will stay occupied whatever the plan does
         load = np.bincount(state.task_node[goal_pods], weights=req_g[goal_pods], minlength=state.n_nodes)
-        for n in map(int, np.flatnonzero(providing & (load > TOLERANCE))):
-            tasks = by_node[starts[n] : ends[n]]
-            pods = tasks[goal_pods[tasks]]
+        occupied = providing & (load > TOLERANCE)
+        blocked_at = self._first_per_node(goal_pods & ~movable)
+        pipelined_at = self._first_per_node(pipelined_goal)
+        for n in map(int, np.flatnonzero(occupied)):
             if not self.node_in_scope[n]:
-                pinned[n] = True
                 outcomes[n] = Outcome(n, False, OUT_OF_SCOPE, "node is outside scope.nodes")
+            elif n in blocked_at:
+                outcomes[n] = Outcome(n, False, UNMOVABLE, self._why_unmovable(blocked_at[n], volcano))
+            elif n in pipelined_at:
+                outcomes[n] = Outcome(
+                    n, False, PIPELINED_POD, f"pod {self._pod(pipelined_at[n])} is pipelined onto this node"
+                )
+            else:
                 continue
-            blocked = pods[~movable[pods]]
-            if blocked.size:
-                pinned[n] = True
-                outcomes[n] = Outcome(n, False, UNMOVABLE, self._why_unmovable(int(blocked[0]), volcano))
-                continue
-            if pipelined_goal[tasks].any():
-                pinned[n] = True
-                t = int(tasks[pipelined_goal[tasks]][0])
-                outcomes[n] = Outcome(n, False, PIPELINED_POD, f"pod {self._pod(t)} is pipelined onto this node")
-                continue
-            order = np.array(sorted(pods.tolist(), key=lambda t: (-req_g[t], state.task_name[t])), np.intp)
-            groups: dict[int, list[int]] = {}
-            for t in order:
-                groups.setdefault(int(pg[t]), []).append(int(t))
-            moves = [
-                GroupMoves(k, len(ts), float(req_g[ts].sum()), Counter(state.task_role[t] for t in ts))
-                for k, ts in sorted(groups.items())
-            ]
-            candidates.append(Candidate(n, order, moves, float(load[n]), 0.0))
-        for c in candidates:
-            c.cost_alone = float(marginal(gang, c.groups) @ np.asarray(spec.weights.as_tuple()))
-        pdb_of = self._pdbs_of(np.concatenate([c.pods for c in candidates])) if state.pdbs and candidates else {}
-        for c in candidates:
-            for t in c.pods:
-                c.pdbs.update(pdb_of.get(int(t), []))
+            pinned[n] = True
+        is_candidate = occupied & ~pinned
+        # Every candidate's goal-resource pods, grouped by node; within a node largest first, then
+        # snapshot order (the placement order).
+        tasks = np.flatnonzero(goal_pods & is_candidate[np.maximum(state.task_node, 0)] & (state.task_node >= 0))
+        tasks = tasks[np.lexsort((tasks, -req_g[tasks], state.task_node[tasks]))]
+        t_node = state.task_node[tasks]
+        cand_nodes, starts = np.unique(t_node, return_index=True)
+        bounds = np.append(starts, tasks.size)
+        # (candidate, PodGroup) pairs: how many pods and cards each node takes from each group.
+        n_groups = max(len(state.pod_groups), 1)
+        cand_of_task = np.repeat(np.arange(cand_nodes.size), np.diff(bounds))
+        pair_key = cand_of_task.astype(np.int64) * n_groups + pg[tasks]
+        pair_keys, pair_inverse, pair_pods = np.unique(pair_key, return_inverse=True, return_counts=True)
+        pair_cards = np.bincount(pair_inverse.ravel(), weights=req_g[tasks], minlength=pair_keys.size)
+        pair_cand, pair_group = np.divmod(pair_keys, n_groups)
+        pair_bounds = np.searchsorted(pair_cand, np.arange(cand_nodes.size + 1))
+        no_roles: Counter[str] = Counter()
+        candidates: list[Candidate] = []
+        for i, n in enumerate(cand_nodes.tolist()):
+            pods = tasks[bounds[i] : bounds[i + 1]]
+            groups = []
+            for k in range(pair_bounds[i], pair_bounds[i + 1]):
+                grp = int(pair_group[k])
+                roles = no_roles
+                if gang.role_min[grp]:
+                    roles = Counter(state.task_role[t] for t in pods if pg[t] == grp)
+                groups.append(GroupMoves(grp, int(pair_pods[k]), float(pair_cards[k]), roles))
+            candidates.append(Candidate(n, pods, groups, float(load[n]), 0.0))
+        if state.pdbs and candidates:
+            pdb_of = self._pdbs_of(tasks)
+            for c in candidates:
+                for t in c.pods:
+                    c.pdbs.update(pdb_of.get(int(t), []))
 
         sim = Simulation(state)
         runner = _Run(self, sim, candidates, pinned, gang, outcomes, deadline)
@@ -191,6 +201,12 @@ class Planner:
         return PlanResult(
             spec.resource, before, after, runner.moves, runner.freed, outcomes, gang, pg_count, node_count
         )
+
+    def _first_per_node(self, mask: npt.NDArray[np.bool_]) -> dict[int, int]:
+        """node -> first task (in snapshot order) on it that ``mask`` selects."""
+        tasks = np.flatnonzero(mask & (self.state.task_node >= 0))
+        nodes, first = np.unique(self.state.task_node[tasks], return_index=True)
+        return dict(zip(nodes.tolist(), tasks[first].tolist(), strict=True))
 
     def _pod(self, t: int) -> str:
         return f"{self.state.namespaces[self.state.task_namespace[t]]}/{self.state.task_name[t]}"
@@ -236,9 +252,6 @@ class _Run:
         self.emptying = np.zeros(n_nodes, bool)  # freed, or being emptied now
         self.received = np.zeros(n_nodes, bool)
         self.pdb_used: Counter[int] = Counter()
-        self.cost_alone = np.zeros(n_nodes)
-        for c in candidates:
-            self.cost_alone[c.node] = c.cost_alone
         self.weights = self.spec.weights.as_tuple()
         names_rank = np.empty(n_nodes, np.int64)
         names_rank[np.argsort(np.array(self.state.node_names, dtype=object), kind="stable")] = np.arange(n_nodes)
@@ -248,9 +261,9 @@ class _Run:
         self.alive = np.ones(len(candidates), bool)
         self.retry_at = np.zeros(len(candidates), np.int64)
         # [5, C]: dimension-major, so per-dimension min/max over candidates are contiguous reductions
-        self.delta = np.ascontiguousarray(
-            np.array([marginal(gang, c.groups) for c in candidates]).reshape(len(candidates), 5).T
-        )
+        self.delta = initial_deltas(gang, candidates)
+        for c, cost in zip(candidates, np.asarray(self.weights) @ self.delta, strict=True):
+            c.cost_alone = float(cost)
         self.c_benefit = self.state.node_alloc[nodes, planner.goal] if len(candidates) else np.zeros(0)
         self.c_rank = names_rank[nodes] if len(candidates) else np.zeros(0, np.int64)
         self.by_group: dict[int, list[int]] = {}
@@ -258,6 +271,9 @@ class _Run:
             for m in c.groups:
                 self.by_group.setdefault(m.group, []).append(i)
         self.index_of = {c.node: i for i, c in enumerate(candidates)}
+        self.cost_alone = np.zeros(n_nodes)
+        for c in candidates:
+            self.cost_alone[c.node] = c.cost_alone
         self._prepare_preflight()
 
     # -- the loop ------------------------------------------------------------------------------
@@ -272,7 +288,7 @@ class _Run:
             live = self._within_budgets(live)
             if live.size == 0:
                 break
-            scores = ranking_scores(self.delta[:, live], self.weights)
+            scores = ranking_scores(np.take(self.delta, live, axis=1), self.weights)
             chosen = -1
             while chosen < 0:
                 best = self._best(live, scores)
@@ -360,31 +376,23 @@ class _Run:
     def _prepare_preflight(self) -> None:
         """Flatten every candidate's pods with the row of their node-only checks."""
         state, p = self.state, self.mirror.predicates
-        rows: dict[bytes, int] = {}
+        pods = [c.pods for c in self.cands]
+        flat = np.concatenate(pods) if pods else np.zeros(0, np.intp)
+        self.pf_cand = np.repeat(np.arange(len(pods)), [x.size for x in pods]).astype(np.intp)
+        self.pf_req = state.task_req[flat, self.p.goal] if flat.size else np.zeros(0)
+        profiles, inverse = np.unique(state.task_profile[flat], return_inverse=True)
+        rows: dict[int, int] = {}
         masks: list[npt.NDArray[np.bool_]] = []
-        pod_cand, pod_row, pod_req = [], [], []
-        from sidecar.mirror.predicates import static_key
-
-        by_profile: dict[int, int] = {}
-        for i, c in enumerate(self.cands):
-            for t in c.pods:
-                prof_i = int(state.task_profile[t])
-                r = by_profile.get(prof_i, -1)
-                if r < 0:
-                    prof = state.profiles[prof_i]
-                    key = static_key(prof)
-                    r = rows.get(key, -1)
-                    if r < 0:
-                        r = rows[key] = len(masks)
-                        masks.append(p.static(prof).code == S_OK)
-                    by_profile[prof_i] = r
-                pod_cand.append(i)
-                pod_row.append(r)
-                pod_req.append(state.task_req[t, self.p.goal])
+        row_of_profile = np.empty(profiles.size, np.intp)
+        for k, prof_i in enumerate(profiles.tolist()):
+            static = p.static(state.profiles[prof_i], profile_index=prof_i)
+            r = rows.get(id(static), -1)
+            if r < 0:
+                r = rows[id(static)] = len(masks)
+                masks.append(static.code == S_OK)
+            row_of_profile[k] = r
+        self.pf_row = row_of_profile[inverse.ravel()] if flat.size else np.zeros(0, np.intp)
         self.pf_masks = np.array(masks) if masks else np.zeros((0, state.n_nodes), bool)
-        self.pf_cand = np.array(pod_cand, np.intp)
-        self.pf_row = np.array(pod_row, np.intp)
-        self.pf_req = np.array(pod_req, np.float64)
 
     def _preflight(self) -> None:
         """Drop candidates that can no longer fit, by two necessary conditions on the goal
@@ -462,7 +470,10 @@ class _Run:
                 return True
             t = int(c.pods[i])
             subj = self.mirror.subject_for_task(t)
-            ok = np.flatnonzero(self.mirror.predicates.filter(subj, sim, explain=False).feasible & allowed)
+            req = state.task_req[t, self.p.goal]
+            # Only allowed receivers with room for the goal resource can pass; check just those.
+            near = np.flatnonzero(allowed & (sim.future_idle()[:, self.p.goal] - req > -TOLERANCE))
+            ok = np.flatnonzero(self.mirror.predicates.filter(subj, sim, near, explain=False).feasible)
             if ok.size == 0:
                 stuck.append(subj)
                 return False
