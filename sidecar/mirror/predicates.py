@@ -96,6 +96,24 @@ class FilterResult:
         return {int(i): reasons for reasons, members in self.groups for i in members}
 
 
+_NO_BOOL: Mask = np.zeros(0, bool)
+_NO_CODE: I8 = np.zeros(0, np.int8)
+
+
+@dataclass(frozen=True)
+class _Eval:
+    """Per-position results of every check over a node subset."""
+
+    ok: Mask
+    fits_idle: Mask
+    first_fail: npt.NDArray[np.int16]
+    pod_full: Mask
+    static_code: I8
+    ports: Mask
+    inter: I8
+    spread: I8
+
+
 @dataclass(frozen=True)
 class _Term:
     selector: pb.LabelSelector
@@ -285,9 +303,11 @@ class Predicates:
 
     # -- dynamic checks --------------------------------------------------------------------
 
-    def interpod(self, subj: Subject, sim: Simulation, path: str = "task.profile") -> I8:
-        """InterPodAffinity Filter: existing pods' anti-affinity, then affinity, then anti-affinity."""
-        n = self.state.n_nodes
+    def interpod(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp] | None = None) -> I8:
+        """InterPodAffinity Filter on ``nodes`` (default all): existing pods' anti-affinity, then
+        affinity, then anti-affinity. Returns one code per node of ``nodes``."""
+        idx = np.arange(self.state.n_nodes) if nodes is None else nodes
+        n = idx.size
         code = np.zeros(n, np.int8)
         # 1. Existing pods whose required anti-affinity terms match this pod.
         targets = self._anti_targets(subj) if self._anti_groups else []
@@ -302,7 +322,7 @@ class Predicates:
                 doms = np.unique(codes[sim.node_of[placed]])
                 doms = doms[doms >= 0]
                 if doms.size:
-                    code[(code == P_OK) & np.isin(codes, doms)] = P_EXISTING_ANTI
+                    code[(code == P_OK) & np.isin(codes[idx], doms)] = P_EXISTING_ANTI
         prof = subj.profile
         # 2. Required affinity: all terms satisfied by pods matching every term.
         if prof.pod_affinity:
@@ -315,7 +335,7 @@ class Predicates:
             ok = np.ones(n, bool)
             exists = np.ones(n, bool)
             for t in terms:
-                codes = self.labels.column(t.key)[0]
+                codes = self.labels.column(t.key)[0][idx]
                 counts = self.domain_counts(t.key, match_all, sim)
                 ok &= codes >= 0
                 exists &= (codes >= 0) & (counts[np.maximum(codes, 0)] > 0) if counts.size else False
@@ -334,7 +354,7 @@ class Predicates:
             tasks = self.matching_tasks(t.selector, t.namespaces)
             if subj.task is not None:
                 tasks = tasks[tasks != subj.task]
-            codes = self.labels.column(t.key)[0]
+            codes = self.labels.column(t.key)[0][idx]
             counts = self.domain_counts(t.key, tasks, sim)
             blocked = (codes >= 0) & (counts[np.maximum(codes, 0)] > 0) if counts.size else np.zeros(n, bool)
             code[(code == P_OK) & blocked] = P_ANTI
@@ -431,51 +451,72 @@ class Predicates:
     def filter(
         self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp] | None = None, *, explain: bool = True
     ) -> FilterResult:
-        """Check ``subj`` against ``nodes`` (default: all). Node-wise work runs on that subset;
-        pod-level checks (affinity, spread) run only when the pod, or an existing pod's
-        anti-affinity, gives them something to check."""
-        state = self.state
-        n = state.n_nodes
+        """Check ``subj`` against ``nodes`` (default: all), with reasons when ``explain``."""
+        n = self.state.n_nodes
         idx = np.arange(n) if nodes is None else np.asarray(nodes, np.intp)
+        ev = self._evaluate(subj, sim, idx, fits_idle=explain)
+        feasible = np.zeros(n, bool)
+        feasible[idx] = ev.ok
+        idle_ok = np.zeros(n, bool)
+        idle_ok[idx] = ev.ok & ev.fits_idle
+        result = FilterResult(feasible, idle_ok)
+        if explain:
+            static = self.static(subj.profile, profile_index=subj.profile_index)
+            sub_static = StaticResult(ev.static_code, static.taint[idx])
+            groups = self._explain(
+                subj, ~ev.ok, ev.first_fail, ev.pod_full, sub_static, ev.ports, ev.inter, ev.spread, idx
+            )
+            result.groups = [(reasons, idx[members]) for reasons, members in groups]
+        return result
+
+    def feasible_nodes(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+        """The nodes of ``nodes`` where ``subj`` passes every check (the planner's hot path)."""
+        ok: npt.NDArray[np.intp] = nodes[self._evaluate(subj, sim, nodes, fits_idle=False).ok]
+        return ok
+
+    def _evaluate(self, subj: Subject, sim: Simulation, idx: npt.NDArray[np.intp], *, fits_idle: bool) -> _Eval:
+        """Every check on the nodes ``idx``, per position. Pod-level checks (affinity, spread,
+        ports) run only when the pod, or an existing pod's anti-affinity, gives them work."""
+        state = self.state
+        prof = subj.profile
         dims = self.fit_dims(subj.req)
         first_fail = kernels.first_insufficient(subj.req, sim.future_idle()[idx], dims)
         fits = first_fail < 0
         if subj.unknown_resources:
             fits[:] = False
-        fits_idle = kernels.first_insufficient(subj.req, sim.idle()[idx], dims) < 0 if explain else fits
+        idle = kernels.first_insufficient(subj.req, sim.idle()[idx], dims) < 0 if fits_idle else fits
         pod_full = sim.pod_count[idx] >= state.node_alloc[idx, self.pods_dim]
-        static = self.static(subj.profile, profile_index=subj.profile_index)
-        static_code = static.code[idx]
+        static_code = self.static(prof, profile_index=subj.profile_index).code[idx]
         ok = fits & ~pod_full & (static_code == S_OK)
-        ports = np.zeros(idx.size, bool)
-        if self.conf.predicate_on("NodePorts"):
-            wanted_ports = task_ports(subj.profile)
+        ports = _NO_BOOL if not prof.host_ports else np.zeros(idx.size, bool)
+        if prof.host_ports and self.conf.predicate_on("NodePorts"):
+            wanted_ports = task_ports(prof)
             if wanted_ports:
                 used = sim.ports()
-                for k in np.flatnonzero(fits & (static_code == S_OK)):
+                for k in np.flatnonzero(ok):
                     ports[k] = ports_conflict(wanted_ports, used.get(int(idx[k])))
-        ok &= ~ports
-        inter = np.zeros(idx.size, np.int8)
-        prof = subj.profile
+                ok &= ~ports
+        inter = _NO_CODE
         if self.conf.predicate_on("InterPodAffinity") and (
             prof.pod_affinity or prof.pod_anti_affinity or (self._anti_groups and self._anti_targets(subj))
         ):
-            inter = self.interpod(subj, sim)[idx]
+            inter = self.interpod(subj, sim, idx)
             ok &= inter == P_OK
-        spread = np.zeros(idx.size, np.int8)
+        spread = _NO_CODE
         if self.conf.predicate_on("PodTopologySpread") and prof.topology_spread_constraints:
             spread = self.spread(subj, sim)[idx]
             ok &= spread == T_OK
-        feasible = np.zeros(n, bool)
-        feasible[idx] = ok
-        idle_ok = np.zeros(n, bool)
-        idle_ok[idx] = ok & fits_idle
-        result = FilterResult(feasible, idle_ok)
-        if explain:
-            sub_static = StaticResult(static_code, static.taint[idx])
-            groups = self._explain(subj, ~ok, first_fail, pod_full, sub_static, ports, inter, spread, idx)
-            result.groups = [(reasons, idx[members]) for reasons, members in groups]
-        return result
+        n = idx.size
+        return _Eval(
+            ok,
+            idle,
+            first_fail,
+            pod_full,
+            static_code,
+            ports if ports.size == n else np.zeros(n, bool),
+            inter if inter.size == n else np.zeros(n, np.int8),
+            spread if spread.size == n else np.zeros(n, np.int8),
+        )
 
     def _explain(
         self,

@@ -271,6 +271,12 @@ class _Run:
             for m in c.groups:
                 self.by_group.setdefault(m.group, []).append(i)
         self.index_of = {c.node: i for i, c in enumerate(candidates)}
+        # Static tie-break among equal costs: more capacity freed first, then node name.
+        self.tie_rank = np.empty(len(candidates), np.int64)
+        self.tie_rank[np.lexsort((self.c_rank, -self.c_benefit))] = np.arange(len(candidates))
+        g = planner.goal
+        held = sim.used[:, g] - sim.releasing[:, g] + sim.pipelined[:, g]
+        self.allowed = held > TOLERANCE  # receivers: not emptied, goal resource not idle
         self.cost_alone = np.zeros(n_nodes)
         for c in candidates:
             self.cost_alone[c.node] = c.cost_alone
@@ -322,8 +328,7 @@ class _Run:
         tied = np.flatnonzero(scores <= low + 1e-12)
         if tied.size == 1:
             return int(tied[0])
-        c = live[tied]
-        return int(tied[np.lexsort((self.c_rank[c], -self.c_benefit[c]))[0]])
+        return int(tied[np.argmin(self.tie_rank[live[tied]])])
 
     def _within_budgets(self, live: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
         spec = self.spec
@@ -423,11 +428,9 @@ class _Run:
     # -- one candidate ---------------------------------------------------------------------------
 
     def _receivers_allowed(self) -> npt.NDArray[np.bool_]:
-        g = self.p.goal
-        sim = self.sim
-        held = sim.used[:, g] - sim.releasing[:, g] + sim.pipelined[:, g]
-        allowed: npt.NDArray[np.bool_] = ~self.emptying & (held > TOLERANCE)  # never re-light an idle node
-        return allowed
+        """Rule 1: never a node being emptied or freed, never a node whose goal resource is idle.
+        (Kept as an array: a node leaves the set when it is emptied, and only then.)"""
+        return self.allowed
 
     def _order(self, nodes: npt.NDArray[np.intp], req: float) -> Iterator[int]:
         """Receivers in the guide's rules 2-4 (rule 1 is _receivers_allowed): nodes that stay
@@ -458,6 +461,8 @@ class _Run:
         sim, state = self.sim, self.state
         mark = sim.checkpoint()
         self.emptying[c.node] = True
+        was_allowed = bool(self.allowed[c.node])
+        self.allowed[c.node] = False
         for t in c.pods:
             sim.remove(int(t))
         allowed = self._receivers_allowed()
@@ -473,7 +478,7 @@ class _Run:
             req = state.task_req[t, self.p.goal]
             # Only allowed receivers with room for the goal resource can pass; check just those.
             near = np.flatnonzero(allowed & (sim.future_idle()[:, self.p.goal] - req > -TOLERANCE))
-            ok = np.flatnonzero(self.mirror.predicates.filter(subj, sim, near, explain=False).feasible)
+            ok = self.mirror.predicates.feasible_nodes(subj, sim, near)
             if ok.size == 0:
                 stuck.append(subj)
                 return False
@@ -493,6 +498,7 @@ class _Run:
         if not place(0):
             sim.rollback(mark)
             self.emptying[c.node] = False
+            self.allowed[c.node] = was_allowed
             if stuck and any(self._node_checks_pass(subj, allowed) for subj in stuck):
                 self.retry_at[i] = len(self.freed) + 1  # affinity/spread/ports may loosen as the plan grows
             else:
