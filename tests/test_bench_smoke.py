@@ -21,3 +21,20 @@ def test_mirror_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     )
     out = capsys.readouterr().out
     assert "Filter, one task over 40 nodes" in out
+
+
+def test_quality_benchmark_runs_and_never_beats_the_optimum(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("highspy", reason="HiGHS is part of the test extra")
+    from bench import quality
+
+    # bench.quality raises if the planner ever frees more nodes than the exact model allows.
+    assert quality.main(["--instances", "6", "--max-nodes", "12", "--seed", "3"]) == 0
+    assert "mean freed/optimal" in capsys.readouterr().out
+
+
+def test_planner_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import planner
+
+    assert planner.main(["--repeats", "1", "--sizes", "200", "--tenk-nodes", "300"]) == 0
+    out = capsys.readouterr().out
+    assert "curve" in out and "Plan with the snapshot inline" in out

@@ -91,6 +91,17 @@ class PlanResult:
         return self.before.percent - self.after.percent
 
 
+@dataclass
+class Prepared:
+    before: Fragmentation
+    candidates: list[Candidate] | None
+    pinned: npt.NDArray[np.bool_]
+    gang: GangState
+    outcomes: dict[int, Outcome]
+    pod_group_count: int
+    node_count: int
+
+
 class Planner:
     def __init__(self, mirror: Mirror, spec: RunSpec) -> None:
         self.mirror = mirror
@@ -120,6 +131,40 @@ class Planner:
         return out
 
     def plan(self, deadline: object | None = None) -> PlanResult:
+        prep = self.prepare()
+        state, spec = self.state, self.spec
+        if prep.candidates is None:
+            return PlanResult(
+                spec.resource,
+                prep.before,
+                prep.before,
+                [],
+                [],
+                prep.outcomes,
+                prep.gang,
+                prep.pod_group_count,
+                prep.node_count,
+            )
+        sim = Simulation(state)
+        runner = _Run(self, sim, prep.candidates, prep.pinned, prep.gang, prep.outcomes, deadline)
+        runner.loop()
+        after = fragmentation(state, spec.resource, task_node=sim.node_of)
+        return PlanResult(
+            spec.resource,
+            prep.before,
+            after,
+            runner.moves,
+            runner.freed,
+            prep.outcomes,
+            prep.gang,
+            prep.pod_group_count,
+            prep.node_count,
+        )
+
+    def prepare(self) -> Prepared:
+        """Fragmentation before, candidate nodes with their pods and gang impact, pinned nodes and
+        the explanation of every node that cannot be a candidate. ``candidates`` is None when
+        there is nothing to plan (no fragmentation, or nothing provides the goal resource)."""
         state, spec = self.state, self.spec
         before = fragmentation(state, spec.resource)
         outcomes: dict[int, Outcome] = {}
@@ -132,7 +177,7 @@ class Planner:
         pg_count = int(self.pg_in_scope.sum())
         node_count = int(self.node_in_scope.sum())
         if self.goal < 0 or before.occupied_nodes <= before.min_occupied_nodes:
-            return PlanResult(spec.resource, before, before, [], [], outcomes, gang, pg_count, node_count)
+            return Prepared(before, None, np.zeros(state.n_nodes, bool), gang, outcomes, pg_count, node_count)
         g = self.goal
         req_g = state.task_req[:, g]
         goal_pods = holds & (req_g > TOLERANCE)
@@ -194,13 +239,7 @@ class Planner:
                 for t in c.pods:
                     c.pdbs.update(pdb_of.get(int(t), []))
 
-        sim = Simulation(state)
-        runner = _Run(self, sim, candidates, pinned, gang, outcomes, deadline)
-        runner.loop()
-        after = fragmentation(state, spec.resource, task_node=sim.node_of)
-        return PlanResult(
-            spec.resource, before, after, runner.moves, runner.freed, outcomes, gang, pg_count, node_count
-        )
+        return Prepared(before, candidates, pinned, gang, outcomes, pg_count, node_count)
 
     def _first_per_node(self, mask: npt.NDArray[np.bool_]) -> dict[int, int]:
         """node -> first task (in snapshot order) on it that ``mask`` selects."""

@@ -1,0 +1,98 @@
+"""Cluster shapes for benchmarks that read the public traces in ../shared/traces (never copied)."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+import numpy as np
+
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+
+TRACES = Path(os.environ.get("REPACK_TRACES", Path(__file__).resolve().parents[2] / "shared" / "traces"))
+OPENB = TRACES / "openb"
+GPU = "nvidia.com/gpu"
+MIB = 1024 * 1024
+
+
+def openb_available() -> bool:
+    return (OPENB / "openb_node_list_gpu_node.csv").exists() and (OPENB / "openb_pod_list_default.csv").exists()
+
+
+def openb_shaped(seed: int = 1, fill: float = 0.75) -> pb.Snapshot:
+    """The 1,213 openb GPU nodes (cards, card model, cpu, memory) holding openb GPU pods (sizes
+    drawn from the pod list, a shared fraction counts as one card) placed at random where they fit
+    until ``fill`` of the cards are in use. Each pod is its own PodGroup (minMember 1), like the
+    inference services that dominate the trace. A shape, not a replay: see `snapshot from-trace`."""
+    rng = np.random.default_rng(seed)
+    snap = pb.Snapshot(name=f"openb-shaped-s{seed}")
+    cards = []
+    with open(OPENB / "openb_node_list_gpu_node.csv") as fh:
+        for row in csv.DictReader(fh):
+            node = snap.nodes.add(name=row["sn"])
+            node.labels.update({"kubernetes.io/hostname": row["sn"], "gpu-model": row["model"]})
+            n_cards = int(row["gpu"])
+            node.allocatable.update(
+                {
+                    "cpu": float(row["cpu_milli"]),
+                    "memory": float(row["memory_mib"]) * MIB,
+                    "pods": 110.0,
+                    GPU: n_cards * 1000.0,
+                }
+            )
+            cards.append(n_cards)
+    pods = []
+    with open(OPENB / "openb_pod_list_default.csv") as fh:
+        for row in csv.DictReader(fh):
+            if int(row["num_gpu"]) > 0:
+                pods.append(
+                    (int(row["num_gpu"]), float(row["cpu_milli"]), float(row["memory_mib"]) * MIB, row["gpu_spec"])
+                )
+    snap.namespaces.add(name="openb")
+    free = np.array(cards, np.int64)
+    cpu_free = np.array([n.allocatable["cpu"] for n in snap.nodes])
+    mem_free = np.array([n.allocatable["memory"] for n in snap.nodes])
+    target = int(fill * free.sum())
+    placed = 0
+    prof = pb.TaskProfile(scheduler_name="volcano", owner_kind="ReplicaSet")
+    snap.profiles.append(prof)
+    cols = snap.task_columns
+    cpu_col, mem_col, gpu_col = [], [], []
+    order = rng.permutation(len(pods))
+    for k in order:
+        if placed >= target:
+            break
+        n_gpu, cpu, mem, _spec = pods[k]
+        fits = np.flatnonzero((free >= n_gpu) & (cpu_free >= cpu) & (mem_free >= mem))
+        if fits.size == 0:
+            continue
+        node = int(fits[rng.integers(0, fits.size)])
+        free[node] -= n_gpu
+        cpu_free[node] -= cpu
+        mem_free[node] -= mem
+        placed += n_gpu
+        name = f"openb-pod-{k:05d}"
+        snap.pod_groups.add(
+            namespace="openb",
+            name=name,
+            min_member=1,
+            phase="Running",
+            labels={"repack.volcano.sh/eligible": "true"},
+            owner_references=[pb.OwnerReference(api_version="apps/v1", kind="ReplicaSet", name=name, controller=True)],
+        )
+        cols.uid.append(f"uid-{k:05d}")
+        cols.name.append(name)
+        cols.namespace.append(0)
+        cols.node.append(node)
+        cols.status.append(pb.Task.Running)
+        cols.pod_group.append(len(snap.pod_groups) - 1)
+        cols.priority.append(0)
+        cols.profile.append(0)
+        cpu_col.append(cpu)
+        mem_col.append(mem)
+        gpu_col.append(n_gpu * 1000.0)
+    cols.requests.add(resource="cpu", values=cpu_col)
+    cols.requests.add(resource="memory", values=mem_col)
+    cols.requests.add(resource=GPU, values=gpu_col)
+    return snap
