@@ -115,3 +115,18 @@ def test_every_plan_keeps_the_rules(run) -> None:  # type: ignore[no-untyped-def
             sim.place(m.task, m.target)
         k += len(leaving)
     assert k == len(result.moves)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs())
+def test_kernel_fast_path_plans_exactly_like_the_python_path(run) -> None:  # type: ignore[no-untyped-def]
+    from sidecar.mirror import kernels
+
+    if not kernels.available():
+        return
+    snap, fields = run
+    state = decode(snap)
+    fast = Planner(Mirror(state), validate(spec(**fields))).plan()
+    with kernels.forced("vectorised"):
+        slow = Planner(Mirror(state), validate(spec(**fields))).plan()
+    assert fast.moves == slow.moves and fast.freed == slow.freed

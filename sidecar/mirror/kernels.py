@@ -176,6 +176,66 @@ def feasible_counts(
     return feasible_counts_vectorised(*args)
 
 
+# -- the planner's first receiver choice ----------------------------------------------------------
+
+
+def best_receiver_twin(
+    req: F64,
+    dims: npt.NDArray[np.intp],
+    free: F64,
+    pod_count: npt.NDArray[np.int64],
+    pod_cap: F64,
+    static_ok: U8,
+    allowed: U8,
+    stays: U8,
+    cost: F64,
+    rank: npt.NDArray[np.int64],
+    goal: int,
+) -> int:
+    """The receiver a pod with only node-level constraints goes to first: among allowed nodes
+    that pass the node-only checks, the pod count and resource fit, the best by (stays occupied
+    anyway, higher cost to empty later, least goal capacity left, name rank); -1 if none."""
+    best, best_key = -1, (0, 0.0, 0.0, 0)
+    for n in range(free.shape[0]):
+        if not allowed[n] or not static_ok[n] or pod_count[n] >= pod_cap[n]:
+            continue
+        if any(req[d] - free[n, d] >= TOLERANCE for d in dims):
+            continue
+        key = (-int(stays[n]), -(0.0 if stays[n] else float(cost[n])), float(free[n, goal] - req[goal]), int(rank[n]))
+        if best < 0 or key < best_key:
+            best, best_key = n, key
+    return best
+
+
+def best_receiver_kernel_in_use() -> bool:
+    """The planner takes its fast path only with the compiled kernel; otherwise it keeps its
+    vectorised Python path (the loop twin above is a specification, far too slow to run)."""
+    return _pick(None)
+
+
+def best_receiver(
+    req: F64,
+    dims: npt.NDArray[np.intp],
+    free: F64,
+    pod_count: npt.NDArray[np.int64],
+    pod_cap: F64,
+    static_ok: U8,
+    allowed: U8,
+    stays: U8,
+    cost: F64,
+    rank: npt.NDArray[np.int64],
+    goal: int,
+    *,
+    use_kernel: bool = True,
+) -> int:
+    args = (req, dims, free, pod_count, pod_cap, static_ok, allowed, stays, cost, rank)
+    if not use_kernel:
+        return best_receiver_twin(*args, goal)
+    if _K is None:
+        raise RuntimeError("the Cython feasibility kernels are not built")
+    return int(_K.best_receiver(*[np.ascontiguousarray(a) for a in args], goal, TOLERANCE))
+
+
 def _pick(use_kernel: bool | None) -> bool:
     if use_kernel is None:
         if _FORCE is not None:

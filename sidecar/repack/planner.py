@@ -17,6 +17,7 @@ constraints (affinity, spread, ports), which moves can loosen, is retried after 
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from sidecar.mirror import kernels
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.ledger import PIPELINED
 from sidecar.mirror.predicates import S_OK, Subject
@@ -316,6 +318,9 @@ class _Run:
         g = planner.goal
         held = sim.used[:, g] - sim.releasing[:, g] + sim.pipelined[:, g]
         self.allowed = held > TOLERANCE  # receivers: not emptied, goal resource not idle
+        self.stays = self.pinned.copy()  # will stay occupied: unmovable, out of scope, or receiving
+        self.pod_cap = np.ascontiguousarray(self.state.node_alloc[:, planner.mirror.predicates.pods_dim])
+        self._static_rows: dict[int, npt.NDArray[np.uint8]] = {}
         self.cost_alone = np.zeros(n_nodes)
         for c in candidates:
             self.cost_alone[c.node] = c.cost_alone
@@ -479,7 +484,7 @@ class _Run:
         if nodes.size == 0:
             return
         sim, g = self.sim, self.p.goal
-        stays = self.pinned[nodes] | self.received[nodes]
+        stays = self.stays[nodes]
         cost = np.where(stays, 0.0, self.cost_alone[nodes])
         left = self.sim.future_idle()[nodes, g] - req
         pick = np.flatnonzero(stays) if stays.any() else np.arange(nodes.size)
@@ -514,14 +519,12 @@ class _Run:
                 return True
             t = int(c.pods[i])
             subj = self.mirror.subject_for_task(t)
-            req = state.task_req[t, self.p.goal]
-            # Only allowed receivers with room for the goal resource can pass; check just those.
-            near = np.flatnonzero(allowed & (sim.future_idle()[:, self.p.goal] - req > -TOLERANCE))
-            ok = self.mirror.predicates.feasible_nodes(subj, sim, near)
-            if ok.size == 0:
+            options = self._receivers_for(subj)
+            first = next(options, None)
+            if first is None:
                 stuck.append(subj)
                 return False
-            for target in self._order(ok, float(state.task_req[t, self.p.goal])):
+            for target in itertools.chain((first,), options):
                 if budget[0] <= 0:
                     return False
                 budget[0] -= 1
@@ -553,6 +556,7 @@ class _Run:
             self.pdb_used[p] += n
         self.freed.append(c.node)
         self.pinned[targets] = True
+        self.stays[targets] = True
         self.outcomes[c.node] = Outcome(
             c.node,
             True,
@@ -566,10 +570,60 @@ class _Run:
                 self._drop(j, RECEIVER, "receives pods in this plan, so it stays occupied")
         return True
 
+    def _receivers_for(self, subj: Subject) -> Iterator[int]:
+        """Feasible receivers for one pod, best first (rule order in _order). A pod with node-level
+        constraints only gets its first choice from the Cython kernel in one pass; the full
+        order, and every pod with affinity, spread or ports, comes from the mirror's Filter."""
+        sim, g, p = self.sim, self.p.goal, self.mirror.predicates
+        req = float(self.state.task_req[subj.task, g]) if subj.task is not None else float(subj.req[g])
+        prof = subj.profile
+        fast = (
+            kernels.best_receiver_kernel_in_use()
+            and not subj.unknown_resources
+            and not prof.host_ports
+            and not prof.pod_affinity
+            and not prof.pod_anti_affinity
+            and not prof.topology_spread_constraints
+            and not (p._anti_groups and p._anti_targets(subj))
+        )
+        first = -1
+        if fast:
+            static_ok = self._static_u8(subj)
+            first = kernels.best_receiver(
+                subj.req,
+                p.fit_dims(subj.req),
+                sim.future_idle(),
+                sim.pod_count,
+                self.pod_cap,
+                static_ok,
+                self.allowed.view(np.uint8),
+                self.stays.view(np.uint8),
+                self.cost_alone,
+                self.rank,
+                g,
+            )
+            if first < 0:
+                return
+            yield first
+        # Only allowed receivers with room for the goal resource can pass; check just those.
+        near = np.flatnonzero(self.allowed & (sim.future_idle()[:, g] - req > -TOLERANCE))
+        for target in self._order(p.feasible_nodes(subj, sim, near), req):
+            if target != first:
+                yield target
+
+    def _static_u8(self, subj: Subject) -> npt.NDArray[np.uint8]:
+        key = subj.profile_index if subj.profile_index is not None else -1
+        row = self._static_rows.get(key)
+        if row is None:
+            static = self.mirror.predicates.static(subj.profile, profile_index=subj.profile_index)
+            row = (static.code == S_OK).astype(np.uint8)
+            if key >= 0:
+                self._static_rows[key] = row
+        return row
+
     def _node_checks_pass(self, subj: Subject, allowed: npt.NDArray[np.bool_]) -> bool:
         """Would some allowed receiver take the pod if pod-level constraints were ignored?"""
         p = self.mirror.predicates
-        from sidecar.mirror import kernels
 
         dims = p.fit_dims(subj.req)
         fits = kernels.first_insufficient(subj.req, self.sim.future_idle(), dims) < 0
