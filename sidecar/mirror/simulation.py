@@ -43,6 +43,7 @@ class Simulation:
         on_node = (self.node_of >= 0) & ((self.status & TERMINATED_MASK) == 0)
         self.pod_count = np.bincount(self.node_of[on_node], minlength=state.n_nodes).astype(np.int64)
         self._ports: dict[int, Counter[PortKey]] | None = None
+        self._profile_ports: dict[int, Counter[PortKey]] = {}
         self._log: list[_Undo] = []
         self.version = 0
         self._on_node: npt.NDArray[np.bool_] = on_node
@@ -58,6 +59,13 @@ class Simulation:
     def idle(self) -> F64:
         """Idle per node, kept current row by row (read-only for callers)."""
         return self._idle
+
+    def _ports_of(self, task: int) -> Counter[PortKey]:
+        prof = int(self.state.task_profile[task])
+        ports = self._profile_ports.get(prof)
+        if ports is None:
+            ports = self._profile_ports[prof] = task_ports(self.state.profiles[prof])
+        return ports
 
     def _refresh(self, node: int) -> None:
         alloc = self.state.node_alloc[node]
@@ -85,7 +93,7 @@ class Simulation:
 
     def _save(self, task: int, nodes: list[int]) -> _Undo:
         ports = self.ports()
-        has_ports = bool(task_ports(self.state.profiles[self.state.task_profile[task]]))
+        has_ports = bool(self._ports_of(task))
         undo = _Undo(
             task,
             int(self.node_of[task]),
@@ -116,7 +124,7 @@ class Simulation:
                 self.releasing[node] -= req
         self.pod_count[node] -= 1
         self._refresh(node)
-        ports = task_ports(self.state.profiles[self.state.task_profile[task]])
+        ports = self._ports_of(task)
         if ports:
             self.ports()[node].subtract(ports)
             self.ports()[node] += Counter()  # drop zero entries
@@ -131,7 +139,7 @@ class Simulation:
         self.used[node] += self.state.task_req[task]
         self.pod_count[node] += 1
         self._refresh(node)
-        ports = task_ports(self.state.profiles[self.state.task_profile[task]])
+        ports = self._ports_of(task)
         if ports:
             self.ports().setdefault(node, Counter()).update(ports)
         self.node_of[task] = node
