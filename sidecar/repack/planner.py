@@ -39,6 +39,8 @@ from sidecar.snapshot.units import TOLERANCE
 
 #: receiver choices tried per candidate before it is given up (backtracking bound)
 PLACEMENT_BUDGET = 256
+#: failed tries (since the last one) that trigger the bulk capacity check
+PREFLIGHT_AFTER_FAILURES = 8
 
 # candidate outcome reasons
 EMPTIED = "Emptied"
@@ -330,6 +332,7 @@ class _Run:
 
     def loop(self) -> None:
         preflight_at = -1
+        failures = 0
         while True:
             check = getattr(self.deadline, "check", None)
             if check is not None:
@@ -349,8 +352,11 @@ class _Run:
                     chosen = c
                     break
                 scores[best] = np.inf
-                if preflight_at != len(self.freed):  # a failure: prune what cannot fit any more, in bulk
+                failures += 1
+                # Failures pile up as receivers fill: then prune, in bulk, what can no longer fit.
+                if failures >= PREFLIGHT_AFTER_FAILURES and preflight_at != len(self.freed):
                     preflight_at = len(self.freed)
+                    failures = 0
                     self._preflight()
                     scores[~self.alive[live]] = np.inf
             if chosen < 0:
@@ -628,7 +634,7 @@ class _Run:
         dims = p.fit_dims(subj.req)
         fits = kernels.first_insufficient(subj.req, self.sim.future_idle(), dims) < 0
         room = self.sim.pod_count < self.state.node_alloc[:, p.pods_dim]
-        static_ok = p.static(subj.profile).code == S_OK
+        static_ok = p.static(subj.profile, profile_index=subj.profile_index).code == S_OK
         has_pod_level = bool(
             subj.profile.pod_affinity
             or subj.profile.pod_anti_affinity
