@@ -16,7 +16,7 @@ INSUFFICIENT = "InsufficientImprovement"
 RECOMMENDED = "RepackRecommended"
 
 
-def _frag(f: Fragmentation) -> plan_pb2.Fragmentation:
+def fragmentation_message(f: Fragmentation) -> plan_pb2.Fragmentation:
     return plan_pb2.Fragmentation(
         resource=f.resource,
         providing_nodes=f.providing_nodes,
@@ -76,12 +76,12 @@ def to_status(state: ClusterState, result: PlanResult, spec: RunSpec) -> plan_pb
     summary = plan.summary
     summary.resource = spec.resource
     summary.frag_before_percent = round(result.before.percent, 1)
-    summary.before.CopyFrom(_frag(result.before))
+    summary.before.CopyFrom(fragmentation_message(result.before))
     summary.resolved_scope.pod_group_count = result.pod_group_count
     summary.resolved_scope.node_count = result.node_count
     after = result.after if recommended else result.before
     summary.frag_after_percent = round(after.percent, 1)
-    summary.after.CopyFrom(_frag(after))
+    summary.after.CopyFrom(fragmentation_message(after))
     if recommended:
         moves = result.moves
         summary.freed_node_count = len(result.freed)

@@ -20,12 +20,13 @@ import structlog
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from sidecar.api.v1alpha1 import plan_pb2, service_pb2
+from sidecar.api.v1alpha1 import service_pb2
 from sidecar.mirror.core import Mirror, Verdict
 from sidecar.mirror.predicates import FilterResult, Subject
 from sidecar.mirror.simulation import Simulation
 from sidecar.repack import plan_status
 from sidecar.repack.fragmentation import fragmentation, goal_resources
+from sidecar.repack.status import fragmentation_message
 from sidecar.server import metrics
 from sidecar.server.config import ServerConfig
 from sidecar.server.sessions import SessionCache
@@ -104,20 +105,7 @@ class RepackService:
                 raise SnapshotError(f"resources[{i}]", f'no node provides scalar resource "{name}"')
         out = service_pb2.EvaluateResponse()
         for name in names or goal_resources(state):
-            f = fragmentation(state, name)
-            out.resources.append(
-                plan_pb2.Fragmentation(
-                    resource=f.resource,
-                    providing_nodes=f.providing_nodes,
-                    occupied_nodes=f.occupied_nodes,
-                    min_occupied_nodes=f.min_occupied_nodes,
-                    fragmentation_percent=f.percent,
-                    min_exact=f.min_exact,
-                    min_method=f.min_method,
-                    allocated=f.allocated,
-                    allocatable=f.allocatable,
-                )
-            )
+            out.resources.append(fragmentation_message(fragmentation(state, name)))
             deadline.check(f"evaluating {name}")
         return out
 
