@@ -165,6 +165,29 @@ def cmd_synth(ns: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_from_trace(ns: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sidecar.snapshot.io import save_snapshot
+    from sidecar.snapshot.traces import Stop, openb_snapshot
+
+    if (ns.fill is None) == (ns.time is None):
+        print("error: give exactly one of --fill and --time", file=sys.stderr)
+        return 2
+    if ns.fill is not None and not 0 < ns.fill <= 1:
+        print("error: --fill must be within (0, 1]", file=sys.stderr)
+        return 2
+    stop = Stop(at_time=ns.time, at_fill=ns.fill)
+    snap, stats = openb_snapshot(Path(ns.traces) / "openb", stop, pods_file=ns.pods_file)
+    save_snapshot(snap, ns.out)
+    print(
+        f"wrote {ns.out}: {len(snap.nodes)} nodes, {stats['pods']:.0f} pods at t={stats['time']:.0f}s, card fill "
+        f"{stats['fill']:.1%}, {stats['unplaced']:.0f} pods found no node",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def cmd_demo(ns: argparse.Namespace) -> int:
     """The embedded default: a built-in fragmented cluster, evaluated through a real loopback server."""
     from sidecar.snapshot.synth import synth
@@ -311,6 +334,14 @@ def build_parser() -> argparse.ArgumentParser:
     sy.add_argument("--cpu-pods-per-node", type=float, default=0.5)
     sy.add_argument("--out", default="-", help="file (.json, .yaml or .pb) or - for stdout")
     sy.set_defaults(func=cmd_synth)
+    ft = snsub.add_parser("from-trace", help="replay a public trace into a snapshot (openb)")
+    ft.add_argument("trace", choices=("openb",))
+    ft.add_argument("--traces", default="../shared/traces", help="folder holding openb/ (default ../shared/traces)")
+    ft.add_argument("--pods-file", default="openb_pod_list_default.csv")
+    ft.add_argument("--fill", type=float, help="stop when this fraction of cards is allocated (deletions ignored)")
+    ft.add_argument("--time", type=float, help="stop at this trace time in seconds (creations and deletions)")
+    ft.add_argument("--out", required=True, help="file (.json, .yaml or .pb)")
+    ft.set_defaults(func=cmd_from_trace)
     return p
 
 

@@ -60,6 +60,14 @@ class NodeOrder:
         self.p = predicates
         self.state = predicates.state
         self.conf = conf
+        self._holders: npt.NDArray[np.bool_] | None = None
+        self._any_soft_taint = any(t.effect == PREFER_NO_SCHEDULE for n in self.state.nodes for t in n.taints)
+
+    def _term_holders(self) -> npt.NDArray[np.bool_]:
+        """Per profile: does it carry pod (anti-)affinity terms that can score other pods?"""
+        if self._holders is None:
+            self._holders = np.array([_has_pod_terms(p) for p in self.state.profiles], bool)
+        return self._holders
 
     def _nonzero_requested(self, sim: Simulation) -> F64:
         """Per node (cpu, memory) of Kubernetes' NonZeroRequested: pods without a request count 100m / 200MiB."""
@@ -186,6 +194,8 @@ class NodeOrder:
     # -- TaintToleration PreferNoSchedule (normalised, reversed) ------------------------------
 
     def taint_toleration(self, subj: Subject, nodes: npt.NDArray[np.intp]) -> F64:
+        if not self._any_soft_taint:
+            return np.full(len(nodes), float(MAX_SCORE))
         tolerations = [t for t in subj.profile.tolerations if t.effect in ("", PREFER_NO_SCHEDULE)]
         counts = np.array(
             [
@@ -240,12 +250,9 @@ class NodeOrder:
             raw += np.where(codes >= 0, counts[np.maximum(codes, 0)] * weight, 0.0) if counts.size else 0.0
             touched = True
         # Existing pods whose terms mention this pod.
-        on = np.flatnonzero(sim.on_node())
-        holders = [
-            int(t)
-            for t in on
-            if _has_pod_terms(state.profiles[state.task_profile[t]]) and (subj.task is None or t != subj.task)
-        ]
+        holders = np.flatnonzero(sim.on_node() & self._term_holders()[state.task_profile]).tolist()
+        if subj.task is not None and subj.task in holders:
+            holders.remove(subj.task)
         for t in holders:
             eprof = state.profiles[state.task_profile[t]]
             owner_ns = state.namespaces[state.task_namespace[t]]

@@ -1,0 +1,249 @@
+"""Realistic snapshots from public GPU-cluster traces, placed the way Volcano would place them.
+
+openb (Alibaba cluster-trace-gpu-v2023): the node list (GPU and CPU-only nodes) and a pod list
+with creation and deletion times. The pods are replayed in time order: each creation is placed
+by the mirror core with the scheduler configuration given (default: Volcano's helm conf), i.e.
+the feasible node with the best node-order score (ties by name); each deletion frees its node.
+The snapshot is taken at a chosen time (creations and deletions as recorded; the recorded
+lifetimes are short, so the cluster stays nearly empty: peak 71 of 6,212 cards in the default
+list), or when the cluster first reaches a chosen card fill. For fill, deletions are ignored and
+the pod list is read as a workload mix arriving in time order, as the FGD paper (ATC'23) uses
+this trace.
+
+Mapping (documented in README "Traces"):
+* cards: ``nvidia.com/gpu`` = num_gpu cards; a shared fraction (num_gpu 1, gpu_milli < 1000)
+  still occupies one whole card;
+* ``gpu_spec`` (``|``-separated card models) -> required node affinity on label ``gpu-model``;
+* GPU pods are Volcano pods in PodGroups: pods with the same spec (cpu, memory, cards, card
+  fraction, gpu_spec, qos) created within 10 minutes of the previous one form one workload.
+  BE/Burstable workloads are gangs (minMember = size, owner a Volcano Job); LS/Guaranteed are
+  services (minMember = ceil(size / 2), owner a Deployment);
+* CPU-only pods are default-scheduler pods without PodGroup: they consume node resources and
+  never move.
+Gang scheduling itself is not replayed: pods are placed one by one in creation order.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.mirror.conf import SchedulerConf
+from sidecar.mirror.core import Mirror
+from sidecar.mirror.simulation import Simulation
+from sidecar.snapshot.decode import decode
+from sidecar.snapshot.errors import SnapshotError
+
+GPU = "nvidia.com/gpu"
+MIB = 1024 * 1024
+GROUP_WINDOW_S = 600
+NAMESPACE = "openb"
+
+
+@dataclass(frozen=True)
+class Stop:
+    """When to take the snapshot: at a time (seconds), or when card fill first reaches a fraction."""
+
+    at_time: float | None = None
+    at_fill: float | None = None
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        raise SnapshotError(str(path), "trace file not found (the traces live in ../shared/traces)")
+    with open(path) as fh:
+        return list(csv.DictReader(fh))
+
+
+def openb_pods(trace_dir: Path, pods_file: str) -> pb.Snapshot:
+    """Nodes and every trace pod (all Pending, unplaced), PodGroups and profiles; `replay` places them."""
+    snap = pb.Snapshot(name=f"openb:{pods_file}")
+    for row in _read(trace_dir / "openb_node_list_all_node.csv"):
+        node = snap.nodes.add(name=row["sn"])
+        node.labels["kubernetes.io/hostname"] = row["sn"]
+        node.allocatable.update(
+            {"cpu": float(row["cpu_milli"]), "memory": float(row["memory_mib"]) * MIB, "pods": 110.0}
+        )
+        if int(row["gpu"]) > 0:
+            node.labels["gpu-model"] = row["model"]
+            node.labels["accelerator"] = "gpu"
+            node.allocatable[GPU] = int(row["gpu"]) * 1000.0
+    snap.namespaces.add(name=NAMESPACE)
+    rows = _read(trace_dir / pods_file)
+    rows.sort(key=lambda r: (int(r["creation_time"] or 0), r["name"]))
+    profiles: dict[bytes, int] = {}
+
+    def profile_of(p: pb.TaskProfile) -> int:
+        key = p.SerializeToString(deterministic=True)
+        if key not in profiles:
+            profiles[key] = len(snap.profiles)
+            snap.profiles.append(p)
+        return profiles[key]
+
+    cpu_profile = profile_of(
+        pb.TaskProfile(scheduler_name="default-scheduler", owner_kind="ReplicaSet", labels={"app": "cpu"})
+    )
+    # workloads: same spec within GROUP_WINDOW_S of the previous member
+    open_groups: dict[tuple[str, ...], tuple[int, int]] = {}
+    members: list[list[int]] = []
+    cols = snap.task_columns
+    cpu_col, mem_col, gpu_col = [], [], []
+    for k, r in enumerate(rows):
+        cards = int(r["num_gpu"])
+        t = int(r["creation_time"] or 0)
+        cols.uid.append(f"{r['name']}")
+        cols.name.append(r["name"])
+        cols.namespace.append(0)
+        cols.node.append(-1)
+        cols.status.append(pb.Task.Pending)
+        cols.priority.append(0)
+        cpu_col.append(float(r["cpu_milli"]))
+        mem_col.append(float(r["memory_mib"]) * MIB)
+        gpu_col.append(cards * 1000.0)
+        if cards == 0:
+            cols.pod_group.append(-1)
+            cols.profile.append(cpu_profile)
+            continue
+        spec = (r["cpu_milli"], r["memory_mib"], r["num_gpu"], r["gpu_milli"], r["gpu_spec"], r["qos"])
+        opened = open_groups.get(spec)
+        if opened is None or t - opened[1] > GROUP_WINDOW_S or len(members[opened[0]]) >= 64:
+            opened = (len(members), t)
+            members.append([])
+        group = opened[0]
+        open_groups[spec] = (group, t)
+        members[group].append(k)
+        cols.pod_group.append(group)
+        profile = pb.TaskProfile(scheduler_name="volcano", owner_kind="Pod", labels={"workload": f"w{group:05d}"})
+        if r["gpu_spec"]:
+            term = profile.required_node_affinity.add()
+            term.match_expressions.add(key="gpu-model", operator="In", values=r["gpu_spec"].split("|"))
+        cols.profile.append(profile_of(profile))
+    for group, ks in enumerate(members):
+        qos = rows[ks[0]]["qos"]
+        gang = qos in ("BE", "Burstable")
+        name = f"w{group:05d}"
+        snap.pod_groups.add(
+            namespace=NAMESPACE,
+            name=name,
+            min_member=len(ks) if gang else math.ceil(len(ks) / 2),
+            labels={"repack.volcano.sh/eligible": "true", "qos": qos},
+            phase="Running",
+            queue="default",
+            owner_references=[
+                pb.OwnerReference(
+                    api_version="batch.volcano.sh/v1alpha1" if gang else "apps/v1",
+                    kind="Job" if gang else "Deployment",
+                    name=name,
+                    controller=True,
+                )
+            ],
+        )
+    cols.requests.add(resource="cpu", values=cpu_col)
+    cols.requests.add(resource="memory", values=mem_col)
+    cols.requests.add(resource=GPU, values=gpu_col)
+    snap.ClearField("name")
+    snap.name = f"openb:{pods_file}"
+    # event times kept aside for replay
+    _EVENTS[id(snap)] = [
+        (int(r["creation_time"] or 0), int(r["deletion_time"]) if r["deletion_time"] else None) for r in rows
+    ]
+    return snap
+
+
+_EVENTS: dict[int, list[tuple[int, int | None]]] = {}
+
+
+def replay(
+    snap: pb.Snapshot,
+    times: list[tuple[int, int | None]],
+    stop: Stop,
+    conf: SchedulerConf | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[pb.Snapshot, dict[str, float]]:
+    """Place and remove the trace's pods in time order; return the snapshot at ``stop``."""
+    state = decode(snap)
+    mirror = Mirror(state, conf)
+    sim = Simulation(state)
+    g = state.resource(GPU)
+    total_cards = float(state.node_alloc[:, g].sum())
+    events: list[tuple[int, int, int]] = []  # (time, kind: 0 delete before 1 create, task)
+    for t, (born, dies) in enumerate(times):
+        events.append((born, 1, t))
+        if dies is not None and stop.at_fill is None:
+            events.append((dies, 0, t))
+    events.sort()
+    all_nodes = np.arange(state.n_nodes)
+    created = np.zeros(state.n_tasks, bool)
+    deleted = np.zeros(state.n_tasks, bool)
+    unplaced = 0
+    now = 0
+    for k, (when, kind, t) in enumerate(events):
+        if stop.at_time is not None and when > stop.at_time:
+            break
+        now = when
+        if kind == 0:
+            deleted[t] = True
+            if sim.on_node()[t]:
+                sim.remove(t)
+            continue
+        created[t] = True
+        subj = mirror.subject_for_task(t)
+        feasible = mirror.predicates.feasible_nodes(subj, sim, all_nodes)
+        if feasible.size == 0:
+            unplaced += 1
+            continue
+        scores = mirror.order.score(subj, sim, feasible)
+        sim.place(t, int(feasible[scores.ranked(state.node_names)[0]]))
+        sim.commit()
+        if progress is not None and k % 500 == 0:
+            progress(k, len(events))
+        if stop.at_fill is not None and sim.used[:, g].sum() >= stop.at_fill * total_cards:
+            break
+    out = pb.Snapshot()
+    out.CopyFrom(snap)
+    cols = out.task_columns
+    alive = created & ~deleted
+    keep = np.flatnonzero(alive)
+    new = pb.TaskColumns()
+    for field in ("uid", "name", "role"):
+        strings = list(getattr(cols, field))
+        if strings:
+            getattr(new, field).extend([strings[t] for t in keep])
+    for field in ("namespace", "priority", "profile"):
+        getattr(new, field).extend(np.array(getattr(cols, field))[keep].tolist())
+    # keep only the PodGroups that still have pods, renumbered
+    groups = np.array(cols.pod_group)[keep]
+    used = np.unique(groups[groups >= 0])
+    remap = np.full(len(out.pod_groups) + 1, -1, np.int64)
+    remap[used] = np.arange(used.size)
+    new.pod_group.extend(np.where(groups >= 0, remap[groups], -1).tolist())
+    kept_groups = [out.pod_groups[int(i)] for i in used]
+    del out.pod_groups[:]
+    out.pod_groups.extend(kept_groups)
+    new.node.extend(sim.node_of[keep].tolist())
+    new.status.extend([pb.Task.Running if sim.node_of[t] >= 0 else pb.Task.Pending for t in keep])
+    for col in cols.requests:
+        new.requests.add(resource=col.resource, values=np.array(col.values)[keep].tolist())
+    out.task_columns.CopyFrom(new)
+    allocated = float(sim.used[:, g].sum())
+    stats = {
+        "time": float(now),
+        "pods": float(keep.size),
+        "unplaced": float(unplaced),
+        "fill": allocated / total_cards if total_cards else 0.0,
+    }
+    return out, stats
+
+
+def openb_snapshot(
+    trace_dir: Path, stop: Stop, *, pods_file: str = "openb_pod_list_default.csv", conf: SchedulerConf | None = None
+) -> tuple[pb.Snapshot, dict[str, float]]:
+    snap = openb_pods(trace_dir, pods_file)
+    times = _EVENTS.pop(id(snap))
+    return replay(snap, times, stop, conf)
