@@ -76,6 +76,9 @@ def openb_pods(trace_dir: Path, pods_file: str) -> pb.Snapshot:
             node.allocatable[GPU] = int(row["gpu"]) * 1000.0
     snap.namespaces.add(name=NAMESPACE)
     rows = _read(trace_dir / pods_file)
+    if rows and "creation_time" not in rows[0]:  # the sampled lists carry no times: file order
+        for k, r in enumerate(rows):
+            r.update(creation_time=str(k), deletion_time="", gpu_spec=r.get("gpu_spec", ""), qos=r.get("qos", "LS"))
     rows.sort(key=lambda r: (int(r["creation_time"] or 0), r["name"]))
     profiles: dict[bytes, int] = {}
 
