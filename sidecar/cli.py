@@ -169,7 +169,7 @@ def cmd_from_trace(ns: argparse.Namespace) -> int:
     from pathlib import Path
 
     from sidecar.snapshot.io import save_snapshot
-    from sidecar.snapshot.traces import Stop, openb_snapshot
+    from sidecar.snapshot.traces import Stop, dlrm_snapshot, openb_snapshot
 
     if (ns.fill is None) == (ns.time is None):
         print("error: give exactly one of --fill and --time", file=sys.stderr)
@@ -178,7 +178,10 @@ def cmd_from_trace(ns: argparse.Namespace) -> int:
         print("error: --fill must be within (0, 1]", file=sys.stderr)
         return 2
     stop = Stop(at_time=ns.time, at_fill=ns.fill)
-    snap, stats = openb_snapshot(Path(ns.traces) / "openb", stop, pods_file=ns.pods_file)
+    if ns.trace == "dlrm":
+        snap, stats = dlrm_snapshot(Path(ns.traces) / "dlrm2025", stop)
+    else:
+        snap, stats = openb_snapshot(Path(ns.traces) / "openb", stop, pods_file=ns.pods_file)
     save_snapshot(snap, ns.out)
     print(
         f"wrote {ns.out}: {len(snap.nodes)} nodes, {stats['pods']:.0f} pods at t={stats['time']:.0f}s, card fill "
@@ -334,10 +337,10 @@ def build_parser() -> argparse.ArgumentParser:
     sy.add_argument("--cpu-pods-per-node", type=float, default=0.5)
     sy.add_argument("--out", default="-", help="file (.json, .yaml or .pb) or - for stdout")
     sy.set_defaults(func=cmd_synth)
-    ft = snsub.add_parser("from-trace", help="replay a public trace into a snapshot (openb)")
-    ft.add_argument("trace", choices=("openb",))
-    ft.add_argument("--traces", default="../shared/traces", help="folder holding openb/ (default ../shared/traces)")
-    ft.add_argument("--pods-file", default="openb_pod_list_default.csv")
+    ft = snsub.add_parser("from-trace", help="replay a public trace into a snapshot (openb, dlrm)")
+    ft.add_argument("trace", choices=("openb", "dlrm"))
+    ft.add_argument("--traces", default="../shared/traces", help="folder holding openb/ and dlrm2025/")
+    ft.add_argument("--pods-file", default="openb_pod_list_default.csv", help="openb pod list")
     ft.add_argument("--fill", type=float, help="stop when this fraction of cards is allocated (deletions ignored)")
     ft.add_argument("--time", type=float, help="stop at this trace time in seconds (creations and deletions)")
     ft.add_argument("--out", required=True, help="file (.json, .yaml or .pb)")
@@ -356,3 +359,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into head & co.
+        sys.stderr.close()
+        return 0

@@ -86,3 +86,31 @@ def test_real_openb_replay_is_fragmented_and_plannable() -> None:
     assert status.conditions[0].reason == "RepackRecommended"
     assert len({m.pod_group_name for m in status.plan.moves}) <= 20
     assert isinstance(snap, pb.Snapshot)
+
+
+DLRM = Path(__file__).resolve().parents[2] / "shared" / "traces" / "dlrm2025"
+
+
+@pytest.mark.skipif(
+    not (DLRM / "disaggregated_DLRM_trace.csv").exists(),
+    reason="../shared/traces/dlrm2025 is not present on this machine",
+)
+def test_real_dlrm_replay_models_apps_and_per_node_limits() -> None:
+    from sidecar.snapshot.traces import dlrm_snapshot
+
+    snap, stats = dlrm_snapshot(DLRM, Stop(at_fill=0.3))
+    state = decode(snap)
+    assert stats["fill"] >= 0.3
+    gpu = state.resource("nvidia.com/gpu")
+    hn = np.flatnonzero(state.task_req[:, gpu] > 0)
+    assert (state.task_pod_group[hn] >= 0).all()  # every HN instance belongs to its application's PodGroup
+    cn = np.flatnonzero(state.task_req[:, gpu] == 0)
+    assert (state.task_pod_group[cn] == -1).all()
+    profiles = [state.profiles[p] for p in np.unique(state.task_profile[hn])]
+    # the trace's limits are -1, 2, 4, 8, 10, 16 (never 1): hostname spread with maxSkew k
+    skews = {c.max_skew for p in profiles for c in p.topology_spread_constraints}
+    assert skews and skews <= {2, 4, 8, 10, 16}
+    # A per-node limit holds in the replayed placement: at most k instances of an app per node.
+    mirror = Mirror(state)
+    for t in hn[:200]:
+        assert mirror.filter(mirror.subject_for_task(int(t))).feasible[state.task_node[t]]

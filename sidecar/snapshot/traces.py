@@ -21,6 +21,17 @@ Mapping (documented in README "Traces"):
 * CPU-only pods are default-scheduler pods without PodGroup: they consume node resources and
   never move.
 Gang scheduling itself is not replayed: pods are placed one by one in creation order.
+
+dlrm (Alibaba cluster-trace-gpu-v2025, disaggregated DLRM serving): no node list, so nodes are
+modelled from the instance sizes: GPU nodes of 8 GPUs, 128 cores, 1 TiB memory and 200 units of
+``rdma/bandwidth``; CPU nodes of 192 cores, 1.5 TiB and 400 units; as many of each as the peak
+concurrent demand needs at 80% (GPUs for GPU nodes, cores for CPU nodes). HN instances (one GPU
+each) are Volcano pods; each application's HN instances form one PodGroup (a serving workload,
+owner a ModelServing) with minMember = ceil(replicas / 2). ``max_instance_per_node`` k becomes a
+per-node limit: k = 1 is pod anti-affinity on the hostname, k > 1 a hostname topology spread with
+maxSkew k (DoNotSchedule), which caps a node at k while some eligible node has none. CN
+instances are CPU-only default-scheduler pods on CPU nodes (affinity on ``node-role``). Empty
+creation times mean "present from the start", empty deletion times "never deleted".
 """
 
 from __future__ import annotations
@@ -242,6 +253,115 @@ def replay(
         "fill": allocated / total_cards if total_cards else 0.0,
     }
     return out, stats
+
+
+def dlrm_pods(
+    trace_dir: Path, file: str = "disaggregated_DLRM_trace.csv"
+) -> tuple[pb.Snapshot, list[tuple[int, int | None]]]:
+    rows = _read(trace_dir / file)
+    born = [float(r["creation_time"]) if r["creation_time"] else 0.0 for r in rows]
+    dies = [float(r["deletion_time"]) if r["deletion_time"] else None for r in rows]
+    events = sorted([(b, 1, i) for i, b in enumerate(born)] + [(d, 0, i) for i, d in enumerate(dies) if d is not None])
+    hn_now = cn_now = hn_peak = cn_peak = 0.0
+    for _, kind, i in events:
+        sign = 1 if kind == 1 else -1
+        if rows[i]["role"] == "HN":
+            hn_now += sign * float(rows[i]["gpu_request"])
+            hn_peak = max(hn_peak, hn_now)
+        else:
+            cn_now += sign * float(rows[i]["cpu_request"])
+            cn_peak = max(cn_peak, cn_now)
+    gpu_nodes = max(1, math.ceil(hn_peak / 8 / 0.8))
+    cpu_nodes = max(1, math.ceil(cn_peak / 192 / 0.8))
+    snap = pb.Snapshot(name=f"dlrm:{file}")
+    for i in range(gpu_nodes):
+        node = snap.nodes.add(name=f"dlrm-gpu-{i:04d}")
+        node.labels.update({"kubernetes.io/hostname": node.name, "node-role": "gpu", "accelerator": "gpu"})
+        node.allocatable.update(
+            {"cpu": 128_000.0, "memory": 1024.0 * 1024 * MIB, "pods": 110.0, GPU: 8000.0, "rdma/bandwidth": 200_000.0}
+        )
+    for i in range(cpu_nodes):
+        node = snap.nodes.add(name=f"dlrm-cpu-{i:04d}")
+        node.labels.update({"kubernetes.io/hostname": node.name, "node-role": "cpu"})
+        node.allocatable.update(
+            {"cpu": 192_000.0, "memory": 1536.0 * 1024 * MIB, "pods": 110.0, "rdma/bandwidth": 400_000.0}
+        )
+    snap.namespaces.add(name="dlrm")
+    apps = sorted({r["app_name"] for r in rows if r["role"] == "HN"})
+    app_index = {a: k for k, a in enumerate(apps)}
+    replicas = {a: sum(1 for r in rows if r["role"] == "HN" and r["app_name"] == a) for a in apps}
+    for a in apps:
+        snap.pod_groups.add(
+            namespace="dlrm",
+            name=a,
+            min_member=math.ceil(replicas[a] / 2),
+            phase="Running",
+            labels={"repack.volcano.sh/eligible": "true", "app": a},
+            queue="default",
+            owner_references=[
+                pb.OwnerReference(
+                    api_version="workload.serving.volcano.sh/v1alpha1", kind="ModelServing", name=a, controller=True
+                )
+            ],
+        )
+    profiles: dict[bytes, int] = {}
+
+    def profile_of(p: pb.TaskProfile) -> int:
+        key = p.SerializeToString(deterministic=True)
+        if key not in profiles:
+            profiles[key] = len(snap.profiles)
+            snap.profiles.append(p)
+        return profiles[key]
+
+    cols = snap.task_columns
+    cpu_col, mem_col, gpu_col, rdma_col = [], [], [], []
+    for r in rows:
+        hn = r["role"] == "HN"
+        cols.uid.append(r["instance_sn"])
+        cols.name.append(r["instance_sn"])
+        cols.namespace.append(0)
+        cols.node.append(-1)
+        cols.status.append(pb.Task.Pending)
+        cols.priority.append(0)
+        cpu_col.append(float(r["cpu_request"]) * 1000)
+        mem_col.append(float(r["memory_request"]) * 1024 * MIB)
+        gpu_col.append(float(r["gpu_request"]) * 1000)
+        rdma_col.append(float(r["rdma_request"]) * 1000)
+        role = "gpu" if hn else "cpu"
+        profile = pb.TaskProfile(
+            scheduler_name="volcano" if hn else "default-scheduler",
+            owner_kind="ModelServing" if hn else "ReplicaSet",
+            labels={"app": r["app_name"], "role": r["role"]},
+            node_selector={"node-role": role},
+        )
+        k = int(r["max_instance_per_node"] or -1)
+        if hn and k == 1:
+            profile.pod_anti_affinity.add(
+                label_selector=pb.LabelSelector(match_labels={"app": r["app_name"], "role": "HN"}),
+                topology_key="kubernetes.io/hostname",
+            )
+        elif hn and k > 1:
+            profile.topology_spread_constraints.add(
+                max_skew=k,
+                topology_key="kubernetes.io/hostname",
+                when_unsatisfiable="DoNotSchedule",
+                label_selector=pb.LabelSelector(match_labels={"app": r["app_name"], "role": "HN"}),
+            )
+        cols.profile.append(profile_of(profile))
+        cols.pod_group.append(app_index[r["app_name"]] if hn else -1)
+    cols.requests.add(resource="cpu", values=cpu_col)
+    cols.requests.add(resource="memory", values=mem_col)
+    cols.requests.add(resource=GPU, values=gpu_col)
+    cols.requests.add(resource="rdma/bandwidth", values=rdma_col)
+    times = [(int(b), None if d is None else int(d)) for b, d in zip(born, dies, strict=True)]
+    return snap, times
+
+
+def dlrm_snapshot(
+    trace_dir: Path, stop: Stop, conf: SchedulerConf | None = None
+) -> tuple[pb.Snapshot, dict[str, float]]:
+    snap, times = dlrm_pods(trace_dir)
+    return replay(snap, times, stop, conf)
 
 
 def openb_snapshot(
