@@ -329,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         "the same number of applications below MinAvailable. *Freed nodes / cards*: greedy choices by "
         "interruption cost, not by nodes per budget, lose by one or two nodes to Karpenter's fewest-pods-first "
         "order under a 20-PodGroup budget on some openb snapshots; without a budget the planner frees the most "
-        "nodes on 5 of 6 snapshots, sometimes moving a few more cards than FFD, which frees fewer.",
+        "nodes on 4 of 6 snapshots (losing by 1 and 2 nodes on the others), sometimes moving a few more cards than "
+        "FFD, which frees fewer.",
         "",
         "DLRM instances carry per-node limits (max_instance_per_node) modelled as anti-affinity or hostname "
         "spread; cuts whose pods have spread constraints are left out of the optimum (the MILP encodes "
