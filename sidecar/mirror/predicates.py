@@ -461,12 +461,8 @@ class Predicates:
         idle_ok[idx] = ev.ok & ev.fits_idle
         result = FilterResult(feasible, idle_ok)
         if explain:
-            static = self.static(subj.profile, profile_index=subj.profile_index)
-            sub_static = StaticResult(ev.static_code, static.taint[idx])
-            groups = self._explain(
-                subj, ~ev.ok, ev.first_fail, ev.pod_full, sub_static, ev.ports, ev.inter, ev.spread, idx
-            )
-            result.groups = [(reasons, idx[members]) for reasons, members in groups]
+            taint = self.static(subj.profile, profile_index=subj.profile_index).taint[idx]
+            result.groups = [(reasons, idx[members]) for reasons, members in self._explain(subj, ev, taint, idx)]
         return result
 
     def feasible_nodes(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
@@ -519,41 +515,31 @@ class Predicates:
         )
 
     def _explain(
-        self,
-        subj: Subject,
-        failed: Mask,
-        first_fail: npt.NDArray[np.int16],
-        pod_full: Mask,
-        static: StaticResult,
-        ports: Mask,
-        inter: I8,
-        spread: I8,
-        nodes: npt.NDArray[np.intp],
+        self, subj: Subject, ev: _Eval, taint: npt.NDArray[np.int32], nodes: npt.NDArray[np.intp]
     ) -> list[tuple[list[str], npt.NDArray[np.intp]]]:
         """Failed positions grouped by their reason list (vectorised: one decode per distinct list).
-        Arrays are per position; ``nodes`` maps positions to node indices."""
-        idx = np.flatnonzero(failed)
+        ``ev`` holds per-position results, ``taint`` the first untolerated taint per position, and
+        ``nodes`` maps positions to node indices."""
+        idx = np.flatnonzero(~ev.ok)
         if idx.size == 0:
             return []
         if subj.unknown_resources:
             return [([INSUFFICIENT.format(subj.unknown_resources[0])], idx)]
         ids, _sets = self._taint_set_ids()
-        n_taint = int(static.taint.max()) + 2
+        n_taint = int(taint.max()) + 2
         # Only what the reasons show goes into the key: checks after a final failure are dropped.
-        res_fail = first_fail[idx] >= 0
-        static_fail = ~res_fail & (static.code[idx] != S_OK)
-        inter_fail = ~res_fail & ~static_fail & (inter[idx] != P_OK)
-        taint_key = np.where(
-            static.taint[idx] >= 0, ids[nodes[idx]].astype(np.int64) * n_taint + static.taint[idx] + 1, 0
-        )
+        res_fail = ev.first_fail[idx] >= 0
+        static_fail = ~res_fail & (ev.static_code[idx] != S_OK)
+        inter_fail = ~res_fail & ~static_fail & (ev.inter[idx] != P_OK)
+        taint_key = np.where(taint[idx] >= 0, ids[nodes[idx]].astype(np.int64) * n_taint + taint[idx] + 1, 0)
         taint_key = np.where(static_fail, taint_key, 0)
-        key = first_fail[idx].astype(np.int64) + 1
+        key = ev.first_fail[idx].astype(np.int64) + 1
         parts = (
-            (np.where(res_fail, 0, pod_full[idx]), 2),
-            (np.where(res_fail, 0, static.code[idx]), 4),
-            (np.where(res_fail | static_fail, 0, ports[idx]), 2),
-            (np.where(res_fail | static_fail, 0, inter[idx]), 4),
-            (np.where(res_fail | static_fail | inter_fail, 0, spread[idx]), 3),
+            (np.where(res_fail, 0, ev.pod_full[idx]), 2),
+            (np.where(res_fail, 0, ev.static_code[idx]), 4),
+            (np.where(res_fail | static_fail, 0, ev.ports[idx]), 2),
+            (np.where(res_fail | static_fail, 0, ev.inter[idx]), 4),
+            (np.where(res_fail | static_fail | inter_fail, 0, ev.spread[idx]), 3),
         )
         for part, size in parts:
             key = key * size + part.astype(np.int64)
@@ -561,45 +547,33 @@ class Predicates:
         uniq, inverse = np.unique(key, return_inverse=True)
         groups = []
         for g in range(len(uniq)):
-            members = idx[inverse == g]
-            groups.append(
-                (self._reasons_of(int(members[0]), first_fail, pod_full, static, ports, inter, spread, nodes), members)
-            )
+            members = idx[inverse.ravel() == g]
+            groups.append((self._reasons_of(int(members[0]), ev, taint, nodes), members))
         return groups
 
-    def _reasons_of(
-        self,
-        i: int,
-        first_fail: npt.NDArray[np.int16],
-        pod_full: Mask,
-        static: StaticResult,
-        ports: Mask,
-        inter: I8,
-        spread: I8,
-        nodes: npt.NDArray[np.intp],
-    ) -> list[str]:
-        if first_fail[i] >= 0:
-            return [INSUFFICIENT.format(self.state.resources[first_fail[i]])]
-        reasons = [POD_NUMBER] if pod_full[i] else []
-        sc = static.code[i]
+    def _reasons_of(self, i: int, ev: _Eval, taint: npt.NDArray[np.int32], nodes: npt.NDArray[np.intp]) -> list[str]:
+        if ev.first_fail[i] >= 0:
+            return [INSUFFICIENT.format(self.state.resources[ev.first_fail[i]])]
+        reasons = [POD_NUMBER] if ev.pod_full[i] else []
+        sc = ev.static_code[i]
         if sc != S_OK:
             if sc == S_UNSCHEDULABLE:
                 reasons.append(UNSCHEDULABLE)
             elif sc == S_AFFINITY:
                 reasons.append(NODE_AFFINITY)
             else:
-                taint = self.state.nodes[int(nodes[i])].taints[static.taint[i]]
-                reasons.append(TAINT.format(taint.key, taint.value))
+                t = self.state.nodes[int(nodes[i])].taints[taint[i]]
+                reasons.append(TAINT.format(t.key, t.value))
             return reasons
-        if ports[i]:
+        if ev.ports[i]:
             reasons.append(PORTS)
-        if inter[i] != P_OK:
+        if ev.inter[i] != P_OK:
             reasons.append(
-                {P_EXISTING_ANTI: EXISTING_ANTI_AFFINITY, P_AFFINITY: AFFINITY, P_ANTI: ANTI_AFFINITY}[int(inter[i])]
+                {P_EXISTING_ANTI: EXISTING_ANTI_AFFINITY, P_AFFINITY: AFFINITY, P_ANTI: ANTI_AFFINITY}[int(ev.inter[i])]
             )
             return reasons
-        if spread[i] == T_LABEL:
+        if ev.spread[i] == T_LABEL:
             reasons.append(SPREAD_LABEL)
-        elif spread[i] == T_SKEW:
+        elif ev.spread[i] == T_SKEW:
             reasons.append(SPREAD)
         return reasons
