@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.snapshot.builder import TaskTable
 
 TRACES = Path(os.environ.get("REPACK_TRACES", Path(__file__).resolve().parents[2] / "shared" / "traces"))
 OPENB = TRACES / "openb"
@@ -55,10 +56,8 @@ def openb_shaped(seed: int = 1, fill: float = 0.75) -> pb.Snapshot:
     mem_free = np.array([n.allocatable["memory"] for n in snap.nodes])
     target = int(fill * free.sum())
     placed = 0
-    prof = pb.TaskProfile(scheduler_name="volcano", owner_kind="ReplicaSet")
-    snap.profiles.append(prof)
-    cols = snap.task_columns
-    cpu_col, mem_col, gpu_col = [], [], []
+    table = TaskTable(snap, ["cpu", "memory", GPU])
+    prof = table.profile(pb.TaskProfile(scheduler_name="volcano", owner_kind="ReplicaSet"))
     order = rng.permutation(len(pods))
     for k in order:
         if placed >= target:
@@ -81,18 +80,14 @@ def openb_shaped(seed: int = 1, fill: float = 0.75) -> pb.Snapshot:
             labels={"repack.volcano.sh/eligible": "true"},
             owner_references=[pb.OwnerReference(api_version="apps/v1", kind="ReplicaSet", name=name, controller=True)],
         )
-        cols.uid.append(f"uid-{k:05d}")
-        cols.name.append(name)
-        cols.namespace.append(0)
-        cols.node.append(node)
-        cols.status.append(pb.Task.Running)
-        cols.pod_group.append(len(snap.pod_groups) - 1)
-        cols.priority.append(0)
-        cols.profile.append(0)
-        cpu_col.append(cpu)
-        mem_col.append(mem)
-        gpu_col.append(n_gpu * 1000.0)
-    cols.requests.add(resource="cpu", values=cpu_col)
-    cols.requests.add(resource="memory", values=mem_col)
-    cols.requests.add(resource=GPU, values=gpu_col)
-    return snap
+        table.add(
+            f"uid-{k:05d}",
+            name,
+            namespace=0,
+            node=node,
+            status=pb.Task.Running,
+            pod_group=len(snap.pod_groups) - 1,
+            profile=prof,
+            requests=(cpu, mem, n_gpu * 1000.0),
+        )
+    return table.finish()

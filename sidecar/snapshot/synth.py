@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.snapshot.builder import TaskTable
 from sidecar.snapshot.units import SCALAR_FACTOR
 
 GIB = 1024**3
@@ -85,18 +86,8 @@ def synth(opts: SynthOptions) -> pb.Snapshot:
     snap.namespaces.add(name="batch", labels={"kubernetes.io/metadata.name": "batch"})
     ns_kube, ns_train, ns_inf, ns_batch = 0, 1, 2, 3
 
-    cols = snap.task_columns
-    req_cpu: list[float] = []
-    req_mem: list[float] = []
-    req_card: list[float] = []
-    profiles: dict[bytes, int] = {}
-
-    def profile_index(profile: pb.TaskProfile) -> int:
-        key = profile.SerializeToString(deterministic=True)
-        if key not in profiles:
-            profiles[key] = len(snap.profiles)
-            snap.profiles.append(profile)
-        return profiles[key]
+    table = TaskTable(snap, ["cpu", "memory", opts.resource])
+    profile_index = table.profile
 
     def add_task(
         name: str,
@@ -110,18 +101,17 @@ def synth(opts: SynthOptions) -> pb.Snapshot:
         cards: float,
         role: str = "",
     ) -> None:
-        cols.uid.append(f"uid-{len(cols.uid):08d}")
-        cols.name.append(name)
-        cols.namespace.append(ns)
-        cols.node.append(node)
-        cols.status.append(status)
-        cols.pod_group.append(pg)
-        cols.priority.append(0)
-        cols.profile.append(prof)
-        cols.role.append(role)
-        req_cpu.append(cpu)
-        req_mem.append(mem)
-        req_card.append(cards)
+        table.add(
+            f"uid-{len(snap.task_columns.uid):08d}",
+            name,
+            namespace=ns,
+            node=node,
+            status=status,
+            pod_group=pg,
+            profile=prof,
+            requests=(cpu, mem, cards),
+            role=role,
+        )
 
     # Node-local system pods: never movable, never blocking.
     for d in range(opts.daemonsets):
@@ -243,7 +233,4 @@ def synth(opts: SynthOptions) -> pb.Snapshot:
             f"cpu-batch-{k}", ns_batch, int(rng.integers(0, opts.nodes)), RUNNING, -1, cpu_prof, 2000.0, 4.0 * GIB, 0.0
         )
 
-    cols.requests.add(resource="cpu", values=req_cpu)
-    cols.requests.add(resource="memory", values=req_mem)
-    cols.requests.add(resource=opts.resource, values=req_card)
-    return snap
+    return table.finish()

@@ -48,6 +48,7 @@ from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.mirror.conf import SchedulerConf
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
+from sidecar.snapshot.builder import TaskTable
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.errors import SnapshotError
 
@@ -72,7 +73,7 @@ def _read(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def openb_pods(trace_dir: Path, pods_file: str) -> pb.Snapshot:
+def openb_pods(trace_dir: Path, pods_file: str) -> tuple[pb.Snapshot, list[tuple[int, int | None]]]:
     """Nodes and every trace pod (all Pending, unplaced), PodGroups and profiles; `replay` places them."""
     snap = pb.Snapshot(name=f"openb:{pods_file}")
     for row in _read(trace_dir / "openb_node_list_all_node.csv"):
@@ -91,38 +92,28 @@ def openb_pods(trace_dir: Path, pods_file: str) -> pb.Snapshot:
         for k, r in enumerate(rows):
             r.update(creation_time=str(k), deletion_time="", gpu_spec=r.get("gpu_spec", ""), qos=r.get("qos", "LS"))
     rows.sort(key=lambda r: (int(r["creation_time"] or 0), r["name"]))
-    profiles: dict[bytes, int] = {}
-
-    def profile_of(p: pb.TaskProfile) -> int:
-        key = p.SerializeToString(deterministic=True)
-        if key not in profiles:
-            profiles[key] = len(snap.profiles)
-            snap.profiles.append(p)
-        return profiles[key]
-
-    cpu_profile = profile_of(
+    table = TaskTable(snap, ["cpu", "memory", GPU])
+    cpu_profile = table.profile(
         pb.TaskProfile(scheduler_name="default-scheduler", owner_kind="ReplicaSet", labels={"app": "cpu"})
     )
     # workloads: same spec within GROUP_WINDOW_S of the previous member
     open_groups: dict[tuple[str, ...], tuple[int, int]] = {}
     members: list[list[int]] = []
-    cols = snap.task_columns
-    cpu_col, mem_col, gpu_col = [], [], []
     for k, r in enumerate(rows):
         cards = int(r["num_gpu"])
         t = int(r["creation_time"] or 0)
-        cols.uid.append(f"{r['name']}")
-        cols.name.append(r["name"])
-        cols.namespace.append(0)
-        cols.node.append(-1)
-        cols.status.append(pb.Task.Pending)
-        cols.priority.append(0)
-        cpu_col.append(float(r["cpu_milli"]))
-        mem_col.append(float(r["memory_mib"]) * MIB)
-        gpu_col.append(cards * 1000.0)
+        requests = (float(r["cpu_milli"]), float(r["memory_mib"]) * MIB, cards * 1000.0)
         if cards == 0:
-            cols.pod_group.append(-1)
-            cols.profile.append(cpu_profile)
+            table.add(
+                r["name"],
+                r["name"],
+                namespace=0,
+                node=-1,
+                status=pb.Task.Pending,
+                pod_group=-1,
+                profile=cpu_profile,
+                requests=requests,
+            )
             continue
         spec = (r["cpu_milli"], r["memory_mib"], r["num_gpu"], r["gpu_milli"], r["gpu_spec"], r["qos"])
         opened = open_groups.get(spec)
@@ -132,12 +123,20 @@ def openb_pods(trace_dir: Path, pods_file: str) -> pb.Snapshot:
         group = opened[0]
         open_groups[spec] = (group, t)
         members[group].append(k)
-        cols.pod_group.append(group)
         profile = pb.TaskProfile(scheduler_name="volcano", owner_kind="Pod", labels={"workload": f"w{group:05d}"})
         if r["gpu_spec"]:
             term = profile.required_node_affinity.add()
             term.match_expressions.add(key="gpu-model", operator="In", values=r["gpu_spec"].split("|"))
-        cols.profile.append(profile_of(profile))
+        table.add(
+            r["name"],
+            r["name"],
+            namespace=0,
+            node=-1,
+            status=pb.Task.Pending,
+            pod_group=group,
+            profile=table.profile(profile),
+            requests=requests,
+        )
     for group, ks in enumerate(members):
         qos = rows[ks[0]]["qos"]
         gang = qos in ("BE", "Burstable")
@@ -158,19 +157,9 @@ def openb_pods(trace_dir: Path, pods_file: str) -> pb.Snapshot:
                 )
             ],
         )
-    cols.requests.add(resource="cpu", values=cpu_col)
-    cols.requests.add(resource="memory", values=mem_col)
-    cols.requests.add(resource=GPU, values=gpu_col)
-    snap.ClearField("name")
-    snap.name = f"openb:{pods_file}"
-    # event times kept aside for replay
-    _EVENTS[id(snap)] = [
-        (int(r["creation_time"] or 0), int(r["deletion_time"]) if r["deletion_time"] else None) for r in rows
-    ]
-    return snap
-
-
-_EVENTS: dict[int, list[tuple[int, int | None]]] = {}
+    table.finish()
+    times = [(int(r["creation_time"] or 0), int(r["deletion_time"]) if r["deletion_time"] else None) for r in rows]
+    return snap, times
 
 
 def replay(
@@ -304,29 +293,15 @@ def dlrm_pods(
                 )
             ],
         )
-    profiles: dict[bytes, int] = {}
-
-    def profile_of(p: pb.TaskProfile) -> int:
-        key = p.SerializeToString(deterministic=True)
-        if key not in profiles:
-            profiles[key] = len(snap.profiles)
-            snap.profiles.append(p)
-        return profiles[key]
-
-    cols = snap.task_columns
-    cpu_col, mem_col, gpu_col, rdma_col = [], [], [], []
+    table = TaskTable(snap, ["cpu", "memory", GPU, "rdma/bandwidth"])
     for r in rows:
         hn = r["role"] == "HN"
-        cols.uid.append(r["instance_sn"])
-        cols.name.append(r["instance_sn"])
-        cols.namespace.append(0)
-        cols.node.append(-1)
-        cols.status.append(pb.Task.Pending)
-        cols.priority.append(0)
-        cpu_col.append(float(r["cpu_request"]) * 1000)
-        mem_col.append(float(r["memory_request"]) * 1024 * MIB)
-        gpu_col.append(float(r["gpu_request"]) * 1000)
-        rdma_col.append(float(r["rdma_request"]) * 1000)
+        requests = (
+            float(r["cpu_request"]) * 1000,
+            float(r["memory_request"]) * 1024 * MIB,
+            float(r["gpu_request"]) * 1000,
+            float(r["rdma_request"]) * 1000,
+        )
         role = "gpu" if hn else "cpu"
         profile = pb.TaskProfile(
             scheduler_name="volcano" if hn else "default-scheduler",
@@ -347,12 +322,17 @@ def dlrm_pods(
                 when_unsatisfiable="DoNotSchedule",
                 label_selector=pb.LabelSelector(match_labels={"app": r["app_name"], "role": "HN"}),
             )
-        cols.profile.append(profile_of(profile))
-        cols.pod_group.append(app_index[r["app_name"]] if hn else -1)
-    cols.requests.add(resource="cpu", values=cpu_col)
-    cols.requests.add(resource="memory", values=mem_col)
-    cols.requests.add(resource=GPU, values=gpu_col)
-    cols.requests.add(resource="rdma/bandwidth", values=rdma_col)
+        table.add(
+            r["instance_sn"],
+            r["instance_sn"],
+            namespace=0,
+            node=-1,
+            status=pb.Task.Pending,
+            pod_group=app_index[r["app_name"]] if hn else -1,
+            profile=table.profile(profile),
+            requests=requests,
+        )
+    table.finish()
     times = [(int(b), None if d is None else int(d)) for b, d in zip(born, dies, strict=True)]
     return snap, times
 
@@ -367,6 +347,5 @@ def dlrm_snapshot(
 def openb_snapshot(
     trace_dir: Path, stop: Stop, *, pods_file: str = "openb_pod_list_default.csv", conf: SchedulerConf | None = None
 ) -> tuple[pb.Snapshot, dict[str, float]]:
-    snap = openb_pods(trace_dir, pods_file)
-    times = _EVENTS.pop(id(snap))
+    snap, times = openb_pods(trace_dir, pods_file)
     return replay(snap, times, stop, conf)
