@@ -61,14 +61,19 @@ def _emit(message: Message, fmt: str, table: str, *, wrap_status: bool = False) 
         print(table)
 
 
-def _evaluate_offline(request: service_pb2.EvaluateRequest) -> service_pb2.EvaluateResponse:
-    """The RPC's own code path, without a server."""
-    from sidecar.server.config import ServerConfig
-    from sidecar.server.servicer import Deadline, RepackService
+def _offline() -> Any:
+    """The RPCs' own code path, without a server (what `evaluate` and `plan` run by default)."""
+    from sidecar.server.servicer import RepackService
     from sidecar.server.sessions import SessionCache
 
-    service = RepackService(ServerConfig(), SessionCache(1, 1.0))
-    return service.evaluate(request, Deadline(None))
+    return RepackService(ServerConfig(), SessionCache(1, 1.0))
+
+
+def _evaluate_offline(request: service_pb2.EvaluateRequest) -> service_pb2.EvaluateResponse:
+    from sidecar.server.servicer import Deadline
+
+    response: service_pb2.EvaluateResponse = _offline().evaluate(request, Deadline(None))
+    return response
 
 
 def cmd_evaluate(ns: argparse.Namespace) -> int:
@@ -114,13 +119,12 @@ def _plan_table(status: plan_pb2.RepackStatus) -> str:
 
 
 def _plan_offline(snapshot: Any, spec: Any) -> plan_pb2.RepackStatus:
-    """The Plan RPC's own code path, without a server."""
-    from sidecar.server.config import ServerConfig
-    from sidecar.server.servicer import Deadline, RepackService
-    from sidecar.server.sessions import SessionCache
+    from sidecar.server.servicer import Deadline
 
-    service = RepackService(ServerConfig(), SessionCache(1, 1.0))
-    return service.plan(service_pb2.PlanRequest(snapshot=snapshot, spec=spec), Deadline(None)).status
+    status: plan_pb2.RepackStatus = (
+        _offline().plan(service_pb2.PlanRequest(snapshot=snapshot, spec=spec), Deadline(None)).status
+    )
+    return status
 
 
 def cmd_plan(ns: argparse.Namespace) -> int:
