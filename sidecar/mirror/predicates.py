@@ -140,6 +140,8 @@ class Predicates:
         self._static_by_profile: dict[int, StaticResult] = {}
         self._taint_sets: tuple[npt.NDArray[np.int32], list[tuple[pb.Taint, ...]]] | None = None
         self._profile_match: dict[bytes, npt.NDArray[np.intp]] = {}
+        self._task_match: dict[tuple[bytes, frozenset[str] | None], npt.NDArray[np.intp]] = {}
+        self._spread_static: dict[tuple[bytes, str], tuple[Mask, npt.NDArray[np.int32]]] = {}
         self._by_profile: list[npt.NDArray[np.intp]] | None = None
         self._labels_index: dict[tuple[str, str], list[int]] | None = None
         self.pods_dim = state.resource(PODS)
@@ -281,7 +283,15 @@ class Predicates:
         return hit
 
     def matching_tasks(self, selector: pb.LabelSelector, namespaces: frozenset[str] | None) -> npt.NDArray[np.intp]:
-        """Indices of tasks (placed or not) whose labels and namespace match, ascending."""
+        """Indices of tasks (placed or not) whose labels and namespace match, ascending. Labels and
+        namespaces never change during a simulation, so the answer is cached per question."""
+        key = (selector.SerializeToString(deterministic=True), namespaces)
+        hit = self._task_match.get(key)
+        if hit is None:
+            hit = self._task_match[key] = self._matching_tasks(selector, namespaces)
+        return hit
+
+    def _matching_tasks(self, selector: pb.LabelSelector, namespaces: frozenset[str] | None) -> npt.NDArray[np.intp]:
         by_profile = self._profile_tasks()
         chosen = [by_profile[i] for i in self.matching_profiles(selector)]
         tasks = np.sort(np.concatenate(chosen)) if chosen else np.zeros(0, np.intp)
@@ -415,6 +425,26 @@ class Predicates:
             eligible &= ok_set[ids]
         return eligible
 
+    def _spread_nodes(
+        self, subj: Subject, hard: list[pb.TopologySpreadConstraint], c: pb.TopologySpreadConstraint
+    ) -> tuple[Mask, npt.NDArray[np.int32]]:
+        """(eligible nodes, domains among them) for one constraint: node-only, so cached."""
+        key = (
+            pb.TaskProfile(
+                node_selector=subj.profile.node_selector,
+                required_node_affinity=subj.profile.required_node_affinity,
+                tolerations=subj.profile.tolerations,
+                topology_spread_constraints=hard,
+            ).SerializeToString(deterministic=True),
+            c.topology_key,
+        )
+        hit = self._spread_static.get(key)
+        if hit is None:
+            eligible = self.spread_eligible(subj, hard)
+            codes = self.labels.column(c.topology_key)[0]
+            hit = self._spread_static[key] = (eligible, np.unique(codes[eligible & (codes >= 0)]))
+        return hit
+
     def spread(self, subj: Subject, sim: Simulation) -> I8:
         """PodTopologySpread Filter over DoNotSchedule constraints."""
         n = self.state.n_nodes
@@ -422,7 +452,7 @@ class Predicates:
         hard = [c for c in subj.profile.topology_spread_constraints if c.when_unsatisfiable in ("", "DoNotSchedule")]
         if not hard:
             return code
-        eligible = self.spread_eligible(subj, hard)
+        eligible, _ = self._spread_nodes(subj, hard, hard[0])
         for c in hard:
             if c.max_skew < 1:
                 raise SnapshotError("topology_spread_constraints.max_skew", f"must be >= 1, got {c.max_skew}")
@@ -435,7 +465,7 @@ class Predicates:
             tasks = tasks[eligible[sim.node_of[tasks]]]
             dom_of_task = codes[sim.node_of[tasks]]
             counts = np.bincount(dom_of_task[dom_of_task >= 0], minlength=len(values))
-            domains = np.unique(codes[eligible & (codes >= 0)])
+            domains = self._spread_nodes(subj, hard, c)[1]
             min_count = int(counts[domains].min()) if domains.size else 0
             if c.min_domains > 0 and domains.size < c.min_domains:
                 min_count = 0
