@@ -445,10 +445,11 @@ class Predicates:
             hit = self._spread_static[key] = (eligible, np.unique(codes[eligible & (codes >= 0)]))
         return hit
 
-    def spread(self, subj: Subject, sim: Simulation) -> I8:
-        """PodTopologySpread Filter over DoNotSchedule constraints."""
-        n = self.state.n_nodes
-        code = np.zeros(n, np.int8)
+    def spread(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp] | None = None) -> I8:
+        """PodTopologySpread Filter over DoNotSchedule constraints, on ``nodes`` (default all);
+        one code per node of ``nodes``."""
+        idx = np.arange(self.state.n_nodes) if nodes is None else nodes
+        code = np.zeros(idx.size, np.int8)
         hard = [c for c in subj.profile.topology_spread_constraints if c.when_unsatisfiable in ("", "DoNotSchedule")]
         if not hard:
             return code
@@ -470,8 +471,9 @@ class Predicates:
             if c.min_domains > 0 and domains.size < c.min_domains:
                 min_count = 0
             self_match = 1 if label_selector_matches(sel, subj.labels) else 0
-            missing = codes < 0
-            skew = counts[np.maximum(codes, 0)] + self_match - min_count
+            sub = codes[idx]
+            missing = sub < 0
+            skew = counts[np.maximum(sub, 0)] + self_match - min_count
             code[(code == T_OK) & missing] = T_LABEL
             code[(code == T_OK) & ~missing & (skew > c.max_skew)] = T_SKEW
         return code
@@ -530,7 +532,7 @@ class Predicates:
             ok &= inter == P_OK
         spread = _NO_CODE
         if self.conf.predicate_on("PodTopologySpread") and prof.topology_spread_constraints:
-            spread = self.spread(subj, sim)[idx]
+            spread = self.spread(subj, sim, idx)
             ok &= spread == T_OK
         n = idx.size
         return _Eval(
