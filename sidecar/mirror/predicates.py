@@ -138,6 +138,7 @@ class Predicates:
         self.labels = labels or NodeLabels(state.nodes)
         self._static: dict[bytes, StaticResult] = {}
         self._static_by_profile: dict[int, StaticResult] = {}
+        self._dims: dict[bytes, npt.NDArray[np.intp]] = {}
         self._taint_sets: tuple[npt.NDArray[np.int32], list[tuple[pb.Taint, ...]]] | None = None
         self._profile_match: dict[bytes, npt.NDArray[np.intp]] = {}
         self._task_match: dict[tuple[bytes, frozenset[str] | None], npt.NDArray[np.intp]] = {}
@@ -167,8 +168,12 @@ class Predicates:
 
     def fit_dims(self, req: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
         """Dimensions LessEqual compares: cpu and memory always, a scalar only when requested."""
-        scalars = self._scalar_dims[req[self._scalar_dims] > 0]
-        return np.concatenate([np.array([0, 1], np.intp), scalars])
+        requested = req[self._scalar_dims] > 0
+        key = requested.tobytes()
+        dims = self._dims.get(key)
+        if dims is None:
+            dims = self._dims[key] = np.concatenate([np.array([0, 1], np.intp), self._scalar_dims[requested]])
+        return dims
 
     # -- node-only checks ------------------------------------------------------------------
 

@@ -382,6 +382,8 @@ class _Run:
 
     def _within_budgets(self, live: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
         spec = self.spec
+        if spec.max_pod_groups is None and spec.max_resource is None:
+            return live
         keep = np.ones(live.size, bool)
         touched = int((self.gang.moves > 0).sum())
         if spec.max_pod_groups is not None:
