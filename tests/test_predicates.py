@@ -377,3 +377,20 @@ def test_unknown_resource_is_insufficient_everywhere() -> None:
     subject = t("p")
     subject.requests["example.com/fpga"] = 1000
     assert check(m, subject)["a"] == ["Insufficient example.com/fpga"]
+
+
+def test_feasible_counts_honour_existing_anti_affinity_toward_a_plain_pod() -> None:
+    import numpy as np
+
+    anti = {"podAntiAffinity": [{"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}]}
+    m = mirror(
+        _zones(),
+        [
+            t("web-0", "a1", labels={"app": "web"}, **anti),
+            t("plain", "", labels={"app": "web"}, status=pb.Task.Pending),
+        ],
+    )
+    plain = m.state.task_uid.index("default/plain")
+    filtered = int(m.filter(m.subject_for_task(plain)).feasible.sum())
+    assert filtered == 2  # b1 and nozone: zone a is closed by web-0's anti-affinity
+    assert m.feasible_counts(np.array([plain])).tolist() == [filtered]

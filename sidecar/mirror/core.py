@@ -184,7 +184,6 @@ class Mirror:
         static_rows: dict[bytes, int] = {}
         static_ok: list[npt.NDArray[np.uint8]] = []
         profile_static = np.empty(len(state.profiles), np.int32)
-        needs_pod_level = np.zeros(len(state.profiles), bool)
         used_profiles = np.unique(state.task_profile[tasks])
         for prof_i in used_profiles:
             prof = state.profiles[prof_i]
@@ -194,26 +193,25 @@ class Mirror:
                 row = static_rows[skey] = len(static_ok)
                 static_ok.append((p.static(prof).code == S_OK).astype(np.uint8))
             profile_static[prof_i] = row
-            needs_pod_level[prof_i] = bool(
-                prof.pod_affinity or prof.pod_anti_affinity or prof.topology_spread_constraints or task_ports(prof)
-            )
-        # Pod-level checks (affinity, spread, ports) depend on the profile and namespace.
+        # Pod-level checks (affinity, spread, ports, existing anti-affinity) depend on the profile
+        # and the namespace: one mask per (profile, namespace) pair that has any.
         task_dyn = np.full(len(tasks), -1, np.int64)
         dyn_ok: list[npt.NDArray[np.uint8]] = []
-        needing = np.flatnonzero(needs_pod_level[state.task_profile[tasks]])
-        if needing.size:
-            pairs = np.column_stack([state.task_profile[tasks[needing]], state.task_namespace[tasks[needing]]])
-            uniq_pairs, pair_of = np.unique(pairs, axis=0, return_inverse=True)
-            for prof_i, ns_i in uniq_pairs:
-                subj = Subject(
-                    "class",
-                    state.namespaces[ns_i],
-                    np.zeros(len(state.resources)),
-                    state.profiles[prof_i],
-                    profile_index=int(prof_i),
-                )
+        pairs = np.column_stack([state.task_profile[tasks], state.task_namespace[tasks]])
+        uniq_pairs, pair_of = np.unique(pairs, axis=0, return_inverse=True)
+        pair_row = np.full(len(uniq_pairs), -1, np.int64)
+        for k, (prof_i, ns_i) in enumerate(uniq_pairs):
+            subj = Subject(
+                "class",
+                state.namespaces[ns_i],
+                np.zeros(len(state.resources)),
+                state.profiles[prof_i],
+                profile_index=int(prof_i),
+            )
+            if p.pod_level(subj):
+                pair_row[k] = len(dyn_ok)
                 dyn_ok.append(self._pod_level_ok(subj, sim).astype(np.uint8))
-            task_dyn[needing] = pair_of.ravel()
+        task_dyn[:] = pair_row[pair_of.ravel()]
         keys = np.ascontiguousarray(
             np.column_stack([profile_static[state.task_profile[tasks]], task_dyn, state.task_req[tasks]])
         )

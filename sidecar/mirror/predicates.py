@@ -375,6 +375,18 @@ class Predicates:
             code[(code == P_OK) & blocked] = P_ANTI
         return code
 
+    def pod_level(self, subj: Subject) -> bool:
+        """Does the pod face checks beyond its node-only ones (its own affinity, spread or host
+        ports, or an existing pod's anti-affinity toward it)?"""
+        prof = subj.profile
+        return bool(
+            prof.pod_affinity
+            or prof.pod_anti_affinity
+            or prof.topology_spread_constraints
+            or task_ports(prof)
+            or (self._anti_groups and self._anti_targets(subj))
+        )
+
     def _anti_targets(self, subj: Subject) -> list[tuple[int, str]]:
         """(anti-affinity group, topology key) pairs whose required term matches ``subj``.
 

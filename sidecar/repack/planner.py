@@ -292,8 +292,6 @@ class _Run:
         self.moves: list[Move] = []
         self.freed: list[int] = []
         n_nodes = self.state.n_nodes
-        self.emptying = np.zeros(n_nodes, bool)  # freed, or being emptied now
-        self.received = np.zeros(n_nodes, bool)
         self.pdb_used: Counter[int] = Counter()
         self.weights = self.spec.weights.as_tuple()
         names_rank = np.empty(n_nodes, np.int64)
@@ -512,7 +510,6 @@ class _Run:
         c = self.cands[i]
         sim, state = self.sim, self.state
         mark = sim.checkpoint()
-        self.emptying[c.node] = True
         was_allowed = bool(self.allowed[c.node])
         self.allowed[c.node] = False
         for t in c.pods:
@@ -547,7 +544,6 @@ class _Run:
 
         if not place(0):
             sim.rollback(mark)
-            self.emptying[c.node] = False
             self.allowed[c.node] = was_allowed
             if stuck and any(self._node_checks_pass(subj, allowed) for subj in stuck):
                 self.retry_at[i] = len(self.freed) + 1  # affinity/spread/ports may loosen as the plan grows
@@ -557,7 +553,6 @@ class _Run:
         sim.commit()
         for target, t in zip(targets, c.pods, strict=True):
             self.moves.append(Move(int(t), c.node, target))
-            self.received[target] = True
         for m in c.groups:
             self.gang.apply(m.group, m.pods, m.cards, m.roles)
         for p, n in c.pdbs.items():
@@ -584,16 +579,7 @@ class _Run:
         order, and every pod with affinity, spread or ports, comes from the mirror's Filter."""
         sim, g, p = self.sim, self.p.goal, self.mirror.predicates
         req = float(self.state.task_req[subj.task, g]) if subj.task is not None else float(subj.req[g])
-        prof = subj.profile
-        fast = (
-            kernels.best_receiver_kernel_in_use()
-            and not subj.unknown_resources
-            and not prof.host_ports
-            and not prof.pod_affinity
-            and not prof.pod_anti_affinity
-            and not prof.topology_spread_constraints
-            and not (p._anti_groups and p._anti_targets(subj))
-        )
+        fast = kernels.best_receiver_kernel_in_use() and not subj.unknown_resources and not p.pod_level(subj)
         first = -1
         if fast:
             static_ok = self._static_u8(subj)
@@ -637,14 +623,7 @@ class _Run:
         fits = kernels.first_insufficient(subj.req, self.sim.future_idle(), dims) < 0
         room = self.sim.pod_count < self.state.node_alloc[:, p.pods_dim]
         static_ok = p.static(subj.profile, profile_index=subj.profile_index).code == S_OK
-        has_pod_level = bool(
-            subj.profile.pod_affinity
-            or subj.profile.pod_anti_affinity
-            or subj.profile.topology_spread_constraints
-            or subj.profile.host_ports
-            or p._anti_targets(subj)
-        )
-        return has_pod_level and bool((fits & room & static_ok & allowed).any())
+        return p.pod_level(subj) and bool((fits & room & static_ok & allowed).any())
 
     def _no_receiver_message(self, c: Candidate) -> str:
         state, g = self.state, self.p.goal

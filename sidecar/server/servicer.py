@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import grpc
 import structlog
@@ -58,10 +58,6 @@ class Deadline:
     def check(self, step: str) -> None:
         if self._at is not None and time.monotonic() > self._at:
             raise DeadlineExceeded(f"deadline exceeded after {step}")
-
-
-class HasSource(Protocol):
-    def WhichOneof(self, name: str) -> str | None: ...
 
 
 class RepackService:

@@ -103,30 +103,23 @@ def openb_pods(trace_dir: Path, pods_file: str) -> tuple[pb.Snapshot, list[tuple
         cards = int(r["num_gpu"])
         t = int(r["creation_time"] or 0)
         requests = (float(r["cpu_milli"]), float(r["memory_mib"]) * MIB, cards * 1000.0)
-        if cards == 0:
-            table.add(
-                r["name"],
-                r["name"],
-                namespace=0,
-                node=-1,
-                status=pb.Task.Pending,
-                pod_group=-1,
-                profile=cpu_profile,
-                requests=requests,
+        group, profile = -1, cpu_profile
+        if cards > 0:
+            spec = (r["cpu_milli"], r["memory_mib"], r["num_gpu"], r["gpu_milli"], r["gpu_spec"], r["qos"])
+            opened = open_groups.get(spec)
+            if opened is None or t - opened[1] > GROUP_WINDOW_S or len(members[opened[0]]) >= 64:
+                opened = (len(members), t)
+                members.append([])
+            group = opened[0]
+            open_groups[spec] = (group, t)
+            members[group].append(k)
+            gpu_profile = pb.TaskProfile(
+                scheduler_name="volcano", owner_kind="Pod", labels={"workload": f"w{group:05d}"}
             )
-            continue
-        spec = (r["cpu_milli"], r["memory_mib"], r["num_gpu"], r["gpu_milli"], r["gpu_spec"], r["qos"])
-        opened = open_groups.get(spec)
-        if opened is None or t - opened[1] > GROUP_WINDOW_S or len(members[opened[0]]) >= 64:
-            opened = (len(members), t)
-            members.append([])
-        group = opened[0]
-        open_groups[spec] = (group, t)
-        members[group].append(k)
-        profile = pb.TaskProfile(scheduler_name="volcano", owner_kind="Pod", labels={"workload": f"w{group:05d}"})
-        if r["gpu_spec"]:
-            term = profile.required_node_affinity.add()
-            term.match_expressions.add(key="gpu-model", operator="In", values=r["gpu_spec"].split("|"))
+            if r["gpu_spec"]:
+                term = gpu_profile.required_node_affinity.add()
+                term.match_expressions.add(key="gpu-model", operator="In", values=r["gpu_spec"].split("|"))
+            profile = table.profile(gpu_profile)
         table.add(
             r["name"],
             r["name"],
@@ -134,7 +127,7 @@ def openb_pods(trace_dir: Path, pods_file: str) -> tuple[pb.Snapshot, list[tuple
             node=-1,
             status=pb.Task.Pending,
             pod_group=group,
-            profile=table.profile(profile),
+            profile=profile,
             requests=requests,
         )
     for group, ks in enumerate(members):
