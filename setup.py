@@ -13,7 +13,7 @@ from setuptools.command.build_ext import build_ext
 
 KERNELS = {
     # module name inside the package : source in ext/
-    "sidecar.mirror._ledger": "ext/ledger.pyx",
+    "sidecar.snapshot._ledger": "ext/ledger.pyx",
     "sidecar.mirror._feasibility": "ext/feasibility.pyx",
 }
 

@@ -124,12 +124,10 @@ def karpenter_consolidation(state: ClusterState, run: RunSpec) -> Proposal:
         others = np.flatnonzero(~drained & (np.arange(state.n_nodes) != n))
         ok = True
         for t in pods[n]:
-            subj = mirror.subject_for_task(t)
-            feasible = mirror.predicates.feasible_nodes(subj, sim, others)
-            if feasible.size == 0:
+            best = mirror.allocate(mirror.subject_for_task(t), sim, others)
+            if best < 0:
                 ok = False
                 break
-            best = int(feasible[mirror.order.score(subj, sim, feasible).ranked(state.node_names)[0]])
             sim.place(t, best)
             targets.append(best)
         if ok:
@@ -192,7 +190,6 @@ def measure(state: ClusterState, run: RunSpec, proposal: Proposal) -> Outcome:
     g = state.resource(run.resource)
     mirror = Mirror(state)
     sim = Simulation(state)
-    all_nodes = np.arange(state.n_nodes)
     infeasible = stranded = 0
     moved: Counter[int] = Counter()
     cards = 0.0
@@ -208,11 +205,10 @@ def measure(state: ClusterState, run: RunSpec, proposal: Proposal) -> Outcome:
                 cards += state.task_req[t, g]
                 continue
             infeasible += 1
-        feasible = mirror.predicates.feasible_nodes(subj, sim, all_nodes)
-        if feasible.size == 0:
+        best = mirror.allocate(subj, sim)
+        if best < 0:
             stranded += 1
             continue
-        best = int(feasible[mirror.order.score(subj, sim, feasible).ranked(state.node_names)[0]])
         sim.place(t, best)
         moved[int(state.task_pod_group[t])] += 1
         cards += state.task_req[t, g]

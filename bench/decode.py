@@ -14,7 +14,7 @@ import sys
 
 from bench.common import machine, median_seconds, save
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.mirror.ledger import kernel_available
+from sidecar.dispatch import kernels_built
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.forms import to_rows
 from sidecar.snapshot.synth import SynthOptions, synth
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"decode benchmark: {ns.nodes} nodes, {n_tasks} tasks ({machine()}; ledger kernel: "
-        f"{'cython' if kernel_available() else 'python'})"
+        f"{'cython' if kernels_built() else 'python'})"
     )
     print(f"  {'layout':<22}{'size MB':>9}{'median ms':>11}{'min ms':>9}")
     print(f"  {'columnar (ours)':<22}{len(col_bytes) / 1e6:>9.1f}{col_s * 1e3:>11.1f}{min(col_all) * 1e3:>9.1f}")

@@ -26,7 +26,7 @@ import numpy as np
 
 from bench.common import machine, median_seconds, save
 from bench.decode import build
-from sidecar import logs
+from sidecar import dispatch, logs
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
 from sidecar.mirror import kernels
 from sidecar.mirror.core import Mirror
@@ -43,24 +43,24 @@ def feasibility(state, repeats: int, twin_classes: int, seed: int) -> dict[str, 
     end_to_end, _ = median_seconds(lambda: Mirror(state).feasible_counts(tasks), repeats)
     mirror = Mirror(state)
     classes = mirror.classes(tasks, Simulation(state))
-    args = classes.kernel_args()
+    masks = classes.masks
     result = {"end_to_end_s": end_to_end, "classes": classes.n_classes, "pairs": classes.n_classes * state.n_nodes}
     if kernels.available():
-        result["kernel_s"], _ = median_seconds(lambda: kernels.feasible_counts(*args, use_kernel=True), repeats)
-    result["numpy_s"], _ = median_seconds(lambda: kernels.feasible_counts_vectorised(*args), repeats)
+        with dispatch.forced("kernel"):
+            result["kernel_s"], _ = median_seconds(lambda: kernels.feasible_counts(masks), repeats)
+    result["numpy_s"], _ = median_seconds(lambda: kernels.feasible_counts_vectorised(masks), repeats)
     sample = np.random.default_rng(seed).choice(
         classes.n_classes, size=min(twin_classes, classes.n_classes), replace=False
     )
-    sargs = classes.kernel_args(np.sort(sample))
+    sample_masks = masks.select(np.sort(sample))
     result["sample_classes"] = len(sample)
-    result["twin_sample_s"], _ = median_seconds(lambda: kernels.feasible_counts_twin(*sargs), 1, warmup=0)
+    result["twin_sample_s"], _ = median_seconds(lambda: kernels.feasible_counts_twin(sample_masks), 1, warmup=0)
     if kernels.available():
-        result["kernel_sample_s"], _ = median_seconds(
-            lambda: kernels.feasible_counts(*sargs, use_kernel=True), repeats * 5
-        )
-        np.testing.assert_array_equal(
-            kernels.feasible_counts(*sargs, use_kernel=True), kernels.feasible_counts_twin(*sargs)
-        )
+        with dispatch.forced("kernel"):
+            result["kernel_sample_s"], _ = median_seconds(lambda: kernels.feasible_counts(sample_masks), repeats * 5)
+            np.testing.assert_array_equal(
+                kernels.feasible_counts(sample_masks), kernels.feasible_counts_twin(sample_masks)
+            )
         result["ratio"] = result["twin_sample_s"] / result["kernel_sample_s"]
     return result
 

@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
-"""Cython kernel for sidecar.mirror.ledger; the numpy twin there is the specification."""
+"""Cython kernel for sidecar.snapshot.ledger; the numpy twin there is the specification."""
 
 def accumulate(const int[::1] task_node, const int[::1] task_status, const double[:, ::1] task_req,
                double[:, ::1] used, double[:, ::1] releasing, double[:, ::1] pipelined,

@@ -15,8 +15,8 @@ from google.protobuf.message import Message
 
 from sidecar import logs
 from sidecar.api.v1alpha1 import plan_pb2, service_pb2
+from sidecar.errors import InputError
 from sidecar.server.config import MIB, ServerConfig
-from sidecar.snapshot.errors import SnapshotError
 from sidecar.snapshot.synth import SynthOptions
 
 DEMO = SynthOptions(nodes=24, cards_per_node=8, fill=0.55, seed=2026, name="demo")
@@ -357,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.configure(ns.log_format, ns.log_level or ("warning" if ns.command == "demo" else "info"))
     try:
         return int(ns.func(ns))
-    except SnapshotError as exc:
+    except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except FileNotFoundError as exc:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.errors import InputError
 from sidecar.mirror.conf import DEFAULT, DEFAULT_CONF, from_proto, parse_conf, to_proto
-from sidecar.snapshot.errors import SnapshotError
 
 REAL = """
 actions: "enqueue, allocate, backfill"
@@ -96,6 +96,6 @@ def test_proto_round_trip_and_empty_means_default() -> None:
     ],
 )
 def test_bad_conf_names_the_field(text: str, field: str) -> None:
-    with pytest.raises(SnapshotError) as err:
+    with pytest.raises(InputError) as err:
         parse_conf(text)
     assert err.value.field == field

@@ -9,8 +9,8 @@ import pytest
 from builders import GPU, node, snapshot, task
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.errors import InputError
 from sidecar.snapshot.decode import Limits, decode
-from sidecar.snapshot.errors import SnapshotError
 from sidecar.snapshot.forms import to_rows
 from sidecar.snapshot.synth import SynthOptions, synth
 
@@ -90,7 +90,7 @@ def test_malformed_rows(mutate, field: str, words: str) -> None:  # type: ignore
     snap = base()
     decode(snap)  # the base is valid
     mutate(snap)
-    with pytest.raises(SnapshotError) as err:
+    with pytest.raises(InputError) as err:
         decode(snap)
     assert err.value.field == field
     assert words in str(err.value)
@@ -137,16 +137,16 @@ def test_malformed_columns(mutate, field: str, words: str) -> None:  # type: ign
     snap = columns()
     decode(snap)
     mutate(snap.task_columns)
-    with pytest.raises(SnapshotError) as err:
+    with pytest.raises(InputError) as err:
         decode(snap)
     assert err.value.field.startswith(field), str(err.value)
     assert words in str(err.value)
 
 
 def test_limits_are_invalid_argument_with_field() -> None:
-    with pytest.raises(SnapshotError, match=r"^nodes: 2 nodes exceed the limit of 1$"):
+    with pytest.raises(InputError, match=r"^nodes: 2 nodes exceed the limit of 1$"):
         decode(base(), Limits(max_nodes=1))
-    with pytest.raises(SnapshotError, match=r"^tasks: 2 tasks exceed the limit of 1$"):
+    with pytest.raises(InputError, match=r"^tasks: 2 tasks exceed the limit of 1$"):
         decode(base(), Limits(max_tasks=1))
 
 

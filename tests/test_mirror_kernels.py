@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from sidecar import dispatch
 from sidecar.mirror import kernels
 from sidecar.mirror.core import Mirror
 from sidecar.snapshot.decode import decode
@@ -34,7 +35,8 @@ def test_first_insufficient_agrees(args) -> None:  # type: ignore[no-untyped-def
     spec = kernels.first_insufficient_twin(req, free, dims)
     np.testing.assert_array_equal(kernels.first_insufficient_vectorised(req, free, dims), spec)
     if kernels.available():
-        np.testing.assert_array_equal(kernels.first_insufficient(req, free, dims, use_kernel=True), spec)
+        with dispatch.forced("kernel"):
+            np.testing.assert_array_equal(kernels.first_insufficient(req, free, dims), spec)
 
 
 @st.composite
@@ -42,7 +44,7 @@ def class_inputs(draw):  # type: ignore[no-untyped-def]
     n_nodes, n_res, n_cls = draw(st.integers(1, 25)), draw(st.integers(1, 4)), draw(st.integers(1, 8))
     n_static, n_dyn = draw(st.integers(1, 3)), draw(st.integers(0, 3))
     u8 = st.integers(0, 1)
-    return (
+    return kernels.ClassMasks(
         draw(hnp.arrays(np.float64, (n_cls, n_res), elements=quantity)),
         draw(hnp.arrays(np.uint8, (n_cls, n_res), elements=u8)),
         draw(hnp.arrays(np.int32, n_cls, elements=st.integers(0, n_static - 1))),
@@ -56,11 +58,12 @@ def class_inputs(draw):  # type: ignore[no-untyped-def]
 
 @settings(max_examples=300, deadline=None)
 @given(class_inputs())
-def test_feasible_counts_agree(args) -> None:  # type: ignore[no-untyped-def]
-    spec = kernels.feasible_counts_twin(*args)
-    np.testing.assert_array_equal(kernels.feasible_counts_vectorised(*args), spec)
+def test_feasible_counts_agree(masks: kernels.ClassMasks) -> None:
+    spec = kernels.feasible_counts_twin(masks)
+    np.testing.assert_array_equal(kernels.feasible_counts_vectorised(masks), spec)
     if kernels.available():
-        np.testing.assert_array_equal(kernels.feasible_counts(*args, use_kernel=True), spec)
+        with dispatch.forced("kernel"):
+            np.testing.assert_array_equal(kernels.feasible_counts(masks), spec)
 
 
 def _answers(m: Mirror, tasks: list[int]) -> list[object]:
@@ -88,7 +91,7 @@ def test_mirror_answers_the_same_through_every_implementation(seed: int, fill: f
     tasks = [int(x) for x in rng.choice(state.n_tasks, size=min(6, state.n_tasks), replace=False)]
     results = {}
     for mode in MODES:
-        with kernels.forced(mode):
+        with dispatch.forced(mode):
             results[mode] = _answers(Mirror(state), tasks)
     for mode in MODES[1:]:
         assert results[mode] == results["twin"], mode
@@ -97,7 +100,7 @@ def test_mirror_answers_the_same_through_every_implementation(seed: int, fill: f
 def test_forced_kernel_without_build_is_an_error() -> None:
     if kernels.available():
         pytest.skip("kernels are built")
-    with pytest.raises(RuntimeError), kernels.forced("kernel"):
+    with pytest.raises(RuntimeError), dispatch.forced("kernel"):
         pass
 
 
@@ -126,4 +129,6 @@ def receiver_inputs(draw):  # type: ignore[no-untyped-def]
 @given(receiver_inputs())
 def test_best_receiver_agrees(args) -> None:  # type: ignore[no-untyped-def]
     *arrays, goal = args
-    assert kernels.best_receiver(*arrays, goal) == kernels.best_receiver(*arrays, goal, use_kernel=False)
+    with dispatch.forced("kernel"):
+        fast = kernels.best_receiver(*arrays, goal)
+    assert fast == kernels.best_receiver_twin(*arrays, goal)

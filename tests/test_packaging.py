@@ -46,7 +46,7 @@ def test_wheel_builds_without_a_compiler(tmp_path: Path) -> None:
 
 def test_python_twins_answer_like_the_kernels() -> None:
     code = (
-        "from sidecar.mirror.ledger import kernel_available; assert not kernel_available();"
+        "from sidecar.dispatch import kernels_built; assert not kernels_built();"
         "from sidecar.cli import main; raise SystemExit(main(['evaluate', '--snapshot', "
         "'sidecar/data/guide-ascend.json', '-o', 'json']))"
     )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from plan_cases import GPU, spec
 
+from sidecar import dispatch
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.repack.fragmentation import holding_mask
@@ -120,13 +122,11 @@ def test_every_plan_keeps_the_rules(run) -> None:  # type: ignore[no-untyped-def
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs())
 def test_kernel_fast_path_plans_exactly_like_the_python_path(run) -> None:  # type: ignore[no-untyped-def]
-    from sidecar.mirror import kernels
-
-    if not kernels.available():
-        return
+    if not dispatch.kernels_built():
+        pytest.skip("the Cython kernels are not built")
     snap, fields = run
     state = decode(snap)
     fast = Planner(Mirror(state), validate(spec(**fields))).plan()
-    with kernels.forced("vectorised"):
+    with dispatch.forced("vectorised"):
         slow = Planner(Mirror(state), validate(spec(**fields))).plan()
     assert fast.moves == slow.moves and fast.freed == slow.freed

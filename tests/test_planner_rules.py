@@ -6,8 +6,8 @@ import pytest
 from plan_cases import GPU, Cluster, explanation, moves, plan, reason, spec
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.errors import InputError
 from sidecar.repack import plan_status
-from sidecar.snapshot.errors import SnapshotError
 
 
 def two_half_nodes() -> Cluster:
@@ -233,6 +233,6 @@ def test_bad_specs_name_the_field(fields: dict, field: str) -> None:  # type: ig
     from sidecar.api.v1alpha1 import spec_pb2
 
     body = {"mode": "DryRun", "goals": [{"resource": GPU}], **fields}
-    with pytest.raises(SnapshotError) as err:
+    with pytest.raises(InputError) as err:
         plan_status(two_half_nodes().state(), json_format.ParseDict(body, spec_pb2.RepackSpec()))
     assert err.value.field == field

@@ -6,7 +6,7 @@ import pytest
 from mirror_cases import check, mirror, n, t
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.snapshot.errors import SnapshotError
+from sidecar.errors import InputError
 
 OK: list[str] = []
 INS_GPU = ["Insufficient nvidia.com/gpu"]
@@ -190,7 +190,7 @@ def test_gt_needs_one_integer_value() -> None:
     m = mirror([n("node")], [])
     bad = t("p", requiredNodeAffinity=[{"matchExpressions": [{"key": "c", "operator": "Gt", "values": ["x"]}]}])
     with pytest.raises(
-        SnapshotError, match=r"requiredNodeAffinity|required_node_affinity\[0\]\.match_expressions\[0\]\.values"
+        InputError, match=r"requiredNodeAffinity|required_node_affinity\[0\]\.match_expressions\[0\]\.values"
     ):
         check(m, bad)
 

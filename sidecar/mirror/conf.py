@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.snapshot.errors import SnapshotError
+from sidecar.errors import InputError
 
 #: predicate.<Name>Enable keys the mirror honours (others, e.g. volume checks, have nothing to check here).
 PREDICATE_SWITCHES = {
@@ -83,7 +83,7 @@ def _get_bool(args: Mapping[str, Any], key: str, default: bool, where: str) -> b
         return True
     if text in ("0", "f", "false"):
         return False
-    raise SnapshotError(f'{where}.arguments["{key}"]', f"not a boolean: {value!r}")
+    raise InputError(f'{where}.arguments["{key}"]', f"not a boolean: {value!r}")
 
 
 def _get_int(args: Mapping[str, Any], key: str, default: int, where: str) -> int:
@@ -93,7 +93,7 @@ def _get_int(args: Mapping[str, Any], key: str, default: int, where: str) -> int
     try:
         return int(str(value).strip())
     except ValueError:
-        raise SnapshotError(f'{where}.arguments["{key}"]', f"not an integer: {value!r}") from None
+        raise InputError(f'{where}.arguments["{key}"]', f"not an integer: {value!r}") from None
 
 
 def _plugin(name: str, args: Mapping[str, Any], where: str, conf: dict[str, Any]) -> None:
@@ -141,16 +141,16 @@ def parse_conf(text: str, source: str = "volcano-scheduler.conf") -> SchedulerCo
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise SnapshotError(source, f"not valid YAML: {exc}") from exc
+        raise InputError(source, f"not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
-        raise SnapshotError(source, "expected a mapping with actions and tiers")
+        raise InputError(source, "expected a mapping with actions and tiers")
     actions = [a.strip() for a in str(data.get("actions", "")).split(",") if a.strip()]
     tiers = []
     for t, tier in enumerate(data.get("tiers") or []):
         plugins = []
         for p, plugin in enumerate((tier or {}).get("plugins") or []):
             if not isinstance(plugin, dict) or not plugin.get("name"):
-                raise SnapshotError(f"{source}.tiers[{t}].plugins[{p}].name", "missing")
+                raise InputError(f"{source}.tiers[{t}].plugins[{p}].name", "missing")
             plugins.append((str(plugin["name"]), plugin.get("arguments") or {}))
         tiers.append(plugins)
     return from_plugins(actions, tiers, source)

@@ -7,53 +7,32 @@ node checks); each call runs on a fresh or caller-provided :class:`Simulation`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.errors import InputError
 from sidecar.mirror import kernels
 from sidecar.mirror.conf import SchedulerConf, from_proto
 from sidecar.mirror.predicates import P_OK, S_OK, T_OK, FilterResult, Predicates, Subject, static_key
 from sidecar.mirror.scoring import NodeOrder, Scores
 from sidecar.mirror.selectors import NodeLabels, check_tolerations
 from sidecar.mirror.simulation import Simulation, ports_conflict, task_ports
-from sidecar.snapshot.errors import SnapshotError
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import PODS
 
 
 @dataclass(frozen=True)
 class TaskClasses:
-    """Tasks grouped for the feasibility kernel: one row per class, masks shared between classes."""
+    """Tasks grouped for the feasibility kernel: each task's class and the classes' node masks."""
 
     task_class: npt.NDArray[np.intp]  # [tasks] -> class
-    class_req: npt.NDArray[np.float64]  # [C, R]
-    class_dims: npt.NDArray[np.uint8]  # [C, R] dimensions LessEqual compares
-    class_static: npt.NDArray[np.int32]  # [C] -> row of static_ok
-    static_ok: npt.NDArray[np.uint8]  # [S, N] node-only checks passed
-    class_dynamic: npt.NDArray[np.int32]  # [C] -> row of dynamic_ok, -1 = none
-    dynamic_ok: npt.NDArray[np.uint8]  # [D, N] pod-level checks passed
-    free: npt.NDArray[np.float64]  # [N, R] FutureIdle
-    pod_room: npt.NDArray[np.uint8]  # [N]
+    masks: kernels.ClassMasks
 
     @property
     def n_classes(self) -> int:
-        return int(self.class_req.shape[0])
-
-    def kernel_args(self, classes: npt.NDArray[np.intp] | None = None) -> tuple[npt.NDArray[Any], ...]:
-        sel = slice(None) if classes is None else classes
-        return (
-            np.ascontiguousarray(self.class_req[sel]),
-            np.ascontiguousarray(self.class_dims[sel]),
-            np.ascontiguousarray(self.class_static[sel]),
-            self.static_ok,
-            np.ascontiguousarray(self.class_dynamic[sel]),
-            self.dynamic_ok,
-            self.free,
-            self.pod_room,
-        )
+        return self.masks.n_classes
 
 
 @dataclass(frozen=True)
@@ -84,7 +63,7 @@ class Mirror:
             self._uid_index = {u: i for i, u in enumerate(self.state.task_uid)}
         t = self._uid_index.get(uid)
         if t is None:
-            raise SnapshotError(path, f'no task with uid "{uid}" in the snapshot')
+            raise InputError(path, f'no task with uid "{uid}" in the snapshot')
         return self.subject_for_task(t)
 
     def subject_for_task(self, t: int) -> Subject:
@@ -100,14 +79,14 @@ class Mirror:
 
     def subject_from_message(self, task: pb.Task, path: str = "task") -> Subject:
         if not task.name:
-            raise SnapshotError(f"{path}.name", "missing")
+            raise InputError(f"{path}.name", "missing")
         if not task.namespace:
-            raise SnapshotError(f"{path}.namespace", "missing")
+            raise InputError(f"{path}.namespace", "missing")
         req = np.zeros(len(self.state.resources))
         unknown = []
         for name, value in sorted(task.requests.items()):
             if not np.isfinite(value) or value < 0:
-                raise SnapshotError(f'{path}.requests["{name}"]', f"negative or non-finite quantity {value}")
+                raise InputError(f'{path}.requests["{name}"]', f"negative or non-finite quantity {value}")
             if self.state.has_resource(name):
                 req[self.state.resource(name)] = value
             elif value > 0:
@@ -124,7 +103,7 @@ class Mirror:
             try:
                 out[i] = self.state.node(name)
             except KeyError:
-                raise SnapshotError(f"{path}[{i}]", f'unknown node "{name}"') from None
+                raise InputError(f"{path}[{i}]", f'unknown node "{name}"') from None
         return out
 
     # -- Filter / Prioritize -------------------------------------------------------------------
@@ -162,11 +141,20 @@ class Mirror:
         finally:
             sim.rollback(mark)
 
+    def allocate(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp] | None = None) -> int:
+        """The node Volcano's allocate would bind ``subj`` to among ``nodes`` (default all):
+        the best-scored feasible node (ties by name), or -1 when none passes. Nothing is placed;
+        the caller decides (a replay places, a baseline may try several)."""
+        idx = np.arange(self.state.n_nodes) if nodes is None else nodes
+        feasible = self.predicates.feasible_nodes(subj, sim, idx)
+        if feasible.size == 0:
+            return -1
+        scores = self.order.score(subj, sim, feasible)
+        return int(feasible[scores.ranked(self.state.node_names)[0]])
+
     # -- many tasks at once ----------------------------------------------------------------------
 
-    def feasible_counts(
-        self, tasks: npt.NDArray[np.intp], sim: Simulation | None = None, *, use_kernel: bool | None = None
-    ) -> npt.NDArray[np.int64]:
+    def feasible_counts(self, tasks: npt.NDArray[np.intp], sim: Simulation | None = None) -> npt.NDArray[np.int64]:
         """For each task, the number of nodes it could be placed on now, *in addition* to what
         is placed (the task keeps its own place). Tasks are grouped into classes (request
         vector x node-only constraint set x pod-level constraints); each class is checked
@@ -175,7 +163,7 @@ class Mirror:
         classes = self.classes(np.asarray(tasks, np.intp), sim)
         if classes.n_classes == 0:
             return np.zeros(0, np.int64)
-        return kernels.feasible_counts(*classes.kernel_args(), use_kernel=use_kernel)[classes.task_class]
+        return kernels.feasible_counts(classes.masks)[classes.task_class]
 
     def classes(self, tasks: npt.NDArray[np.intp], sim: Simulation) -> TaskClasses:
         """Group ``tasks`` into equivalence classes and precompute their node masks."""
@@ -226,15 +214,17 @@ class Mirror:
         class_dyn = uniq[:, 1].astype(np.int32)
         n = state.n_nodes
         return TaskClasses(
-            task_class=task_class.ravel(),
-            class_req=class_req,
-            class_dims=class_dims,
-            class_static=class_static,
-            static_ok=np.array(static_ok) if static_ok else np.zeros((0, n), np.uint8),
-            class_dynamic=class_dyn,
-            dynamic_ok=np.array(dyn_ok) if dyn_ok else np.zeros((0, n), np.uint8),
-            free=sim.future_idle(),
-            pod_room=(sim.pod_count < state.node_alloc[:, p.pods_dim]).astype(np.uint8),
+            task_class.ravel(),
+            kernels.ClassMasks(
+                class_req=class_req,
+                class_dims=class_dims,
+                class_static=class_static,
+                static_ok=np.array(static_ok) if static_ok else np.zeros((0, n), np.uint8),
+                class_dynamic=class_dyn,
+                dynamic_ok=np.array(dyn_ok) if dyn_ok else np.zeros((0, n), np.uint8),
+                free=sim.future_idle(),
+                pod_room=(sim.pod_count < state.node_alloc[:, p.pods_dim]).astype(np.uint8),
+            ),
         )
 
     def _pod_level_ok(self, subj: Subject, sim: Simulation) -> npt.NDArray[np.bool_]:

@@ -1,20 +1,18 @@
 """Hot loops of the mirror core: Cython kernels (ext/feasibility.pyx) and their Python twins.
 
 The twins below are the specification: plain loops that say exactly what is computed. The
-kernels must return identical results (tests/test_mirror_kernels.py, hypothesis). Dispatch
-picks the kernel when it is built, unless REPACK_KERNELS=python.
+kernels must return identical results (tests/test_mirror_kernels.py, hypothesis).
+:mod:`sidecar.dispatch` picks the implementation for every kernel at once.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 
+from sidecar import dispatch
 from sidecar.snapshot.units import TOLERANCE
 
 F64 = npt.NDArray[np.float64]
@@ -22,39 +20,11 @@ U8 = npt.NDArray[np.uint8]
 I32 = npt.NDArray[np.int32]
 
 
-def _load() -> Any:
-    if os.environ.get("REPACK_KERNELS", "").lower() == "python":
-        return None
-    try:
-        from sidecar.mirror import _feasibility  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _feasibility
-
-
-_K = _load()
-
-
-_FORCE: str | None = None
+_K = dispatch.load("sidecar.mirror._feasibility")
 
 
 def available() -> bool:
     return _K is not None
-
-
-@contextlib.contextmanager
-def forced(mode: str) -> Iterator[None]:
-    """Run every dispatch with one implementation: "kernel", "twin" (the loop spec) or "vectorised"."""
-    global _FORCE
-    if mode not in ("kernel", "twin", "vectorised"):
-        raise ValueError(mode)
-    if mode == "kernel" and _K is None:
-        raise RuntimeError("the Cython feasibility kernels are not built")
-    previous, _FORCE = _FORCE, mode
-    try:
-        yield
-    finally:
-        _FORCE = previous
 
 
 # -- first insufficient resource ---------------------------------------------------------------
@@ -74,12 +44,11 @@ def first_insufficient_twin(req: F64, free: F64, dims: npt.NDArray[np.intp]) -> 
     return out
 
 
-def first_insufficient(
-    req: F64, free: F64, dims: npt.NDArray[np.intp], *, use_kernel: bool | None = None
-) -> npt.NDArray[np.int16]:
-    if use_kernel is None and _FORCE == "twin":
+def first_insufficient(req: F64, free: F64, dims: npt.NDArray[np.intp]) -> npt.NDArray[np.int16]:
+    how = dispatch.mode(_K)
+    if how == "twin":
         return first_insufficient_twin(req, free, dims)
-    if _pick(use_kernel):
+    if how == "kernel":
         out = np.empty(free.shape[0], np.int16)
         _K.first_insufficient(
             np.ascontiguousarray(req, np.float64),
@@ -104,76 +73,88 @@ def first_insufficient_vectorised(req: F64, free: F64, dims: npt.NDArray[np.intp
 # -- feasible node counts per task class --------------------------------------------------------
 
 
-def feasible_counts_twin(
-    class_req: F64,
-    class_dims: U8,
-    class_static: I32,
-    static_ok: U8,
-    class_dynamic: I32,
-    dynamic_ok: U8,
-    free: F64,
-    pod_room: U8,
-) -> npt.NDArray[np.int64]:
+@dataclass(frozen=True)
+class ClassMasks:
+    """Task classes against every node: one row per class, node masks shared between classes."""
+
+    class_req: F64  # [C, R]
+    class_dims: U8  # [C, R] dimensions LessEqual compares
+    class_static: I32  # [C] -> row of static_ok
+    static_ok: U8  # [S, N] node-only checks passed
+    class_dynamic: I32  # [C] -> row of dynamic_ok, -1 = none
+    dynamic_ok: U8  # [D, N] pod-level checks passed
+    free: F64  # [N, R] FutureIdle
+    pod_room: U8  # [N]
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.class_req.shape[0])
+
+    def select(self, classes: npt.NDArray[np.intp]) -> ClassMasks:
+        """The same masks for a subset of the classes (benchmarks time the twin on a sample)."""
+        return replace(
+            self,
+            class_req=np.ascontiguousarray(self.class_req[classes]),
+            class_dims=np.ascontiguousarray(self.class_dims[classes]),
+            class_static=np.ascontiguousarray(self.class_static[classes]),
+            class_dynamic=np.ascontiguousarray(self.class_dynamic[classes]),
+        )
+
+
+def feasible_counts_twin(m: ClassMasks) -> npt.NDArray[np.int64]:
     """Per task class: how many nodes pass the node-only checks, the class's dynamic mask (if
     any), the pod-count check and resource fit on the class's checked dimensions."""
-    counts = np.zeros(class_req.shape[0], np.int64)
-    for c in range(class_req.shape[0]):
+    counts = np.zeros(m.n_classes, np.int64)
+    for c in range(m.n_classes):
         total = 0
-        for n in range(free.shape[0]):
-            if not pod_room[n] or not static_ok[class_static[c], n]:
+        for n in range(m.free.shape[0]):
+            if not m.pod_room[n] or not m.static_ok[m.class_static[c], n]:
                 continue
-            if class_dynamic[c] >= 0 and not dynamic_ok[class_dynamic[c], n]:
+            if m.class_dynamic[c] >= 0 and not m.dynamic_ok[m.class_dynamic[c], n]:
                 continue
-            if all(not class_dims[c, r] or class_req[c, r] - free[n, r] < TOLERANCE for r in range(free.shape[1])):
+            if all(
+                not m.class_dims[c, r] or m.class_req[c, r] - m.free[n, r] < TOLERANCE for r in range(m.free.shape[1])
+            ):
                 total += 1
         counts[c] = total
     return counts
 
 
-def feasible_counts_vectorised(
-    class_req: F64,
-    class_dims: U8,
-    class_static: I32,
-    static_ok: U8,
-    class_dynamic: I32,
-    dynamic_ok: U8,
-    free: F64,
-    pod_room: U8,
-) -> npt.NDArray[np.int64]:
-    counts = np.zeros(class_req.shape[0], np.int64)
-    room = pod_room.astype(bool)
-    for c in range(class_req.shape[0]):
-        ok = room & static_ok[class_static[c]].astype(bool)
-        if class_dynamic[c] >= 0:
-            ok &= dynamic_ok[class_dynamic[c]].astype(bool)
-        dims = np.flatnonzero(class_dims[c])
+def feasible_counts_vectorised(m: ClassMasks) -> npt.NDArray[np.int64]:
+    counts = np.zeros(m.n_classes, np.int64)
+    room = m.pod_room.astype(bool)
+    for c in range(m.n_classes):
+        ok = room & m.static_ok[m.class_static[c]].astype(bool)
+        if m.class_dynamic[c] >= 0:
+            ok &= m.dynamic_ok[m.class_dynamic[c]].astype(bool)
+        dims = np.flatnonzero(m.class_dims[c])
         if dims.size:
-            ok &= ((class_req[c, dims][None, :] - free[:, dims]) < TOLERANCE).all(axis=1)
+            ok &= ((m.class_req[c, dims][None, :] - m.free[:, dims]) < TOLERANCE).all(axis=1)
         counts[c] = int(ok.sum())
     return counts
 
 
-def feasible_counts(
-    class_req: F64,
-    class_dims: U8,
-    class_static: I32,
-    static_ok: U8,
-    class_dynamic: I32,
-    dynamic_ok: U8,
-    free: F64,
-    pod_room: U8,
-    *,
-    use_kernel: bool | None = None,
-) -> npt.NDArray[np.int64]:
-    args = (class_req, class_dims, class_static, static_ok, class_dynamic, dynamic_ok, free, pod_room)
-    if use_kernel is None and _FORCE == "twin":
-        return feasible_counts_twin(*args)
-    if _pick(use_kernel):
-        counts = np.empty(class_req.shape[0], np.int64)
-        c = [np.ascontiguousarray(a) for a in args]
-        _K.feasible_counts(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], TOLERANCE, counts)
-        return counts
-    return feasible_counts_vectorised(*args)
+def feasible_counts(m: ClassMasks) -> npt.NDArray[np.int64]:
+    how = dispatch.mode(_K)
+    if how == "twin":
+        return feasible_counts_twin(m)
+    if how == "vectorised":
+        return feasible_counts_vectorised(m)
+    counts = np.empty(m.n_classes, np.int64)
+    c = np.ascontiguousarray
+    _K.feasible_counts(
+        c(m.class_req),
+        c(m.class_dims),
+        c(m.class_static),
+        c(m.static_ok),
+        c(m.class_dynamic),
+        c(m.dynamic_ok),
+        c(m.free),
+        c(m.pod_room),
+        TOLERANCE,
+        counts,
+    )
+    return counts
 
 
 # -- the planner's first receiver choice ----------------------------------------------------------
@@ -210,7 +191,7 @@ def best_receiver_twin(
 def best_receiver_kernel_in_use() -> bool:
     """The planner takes its fast path only with the compiled kernel; otherwise it keeps its
     vectorised Python path (the loop twin above is a specification, far too slow to run)."""
-    return _pick(None)
+    return dispatch.mode(_K) == "kernel"
 
 
 def best_receiver(
@@ -225,22 +206,8 @@ def best_receiver(
     cost: F64,
     rank: npt.NDArray[np.int64],
     goal: int,
-    *,
-    use_kernel: bool = True,
 ) -> int:
     args = (req, dims, free, pod_count, pod_cap, static_ok, allowed, stays, cost, rank)
-    if not use_kernel:
+    if dispatch.mode(_K) != "kernel":
         return best_receiver_twin(*args, goal)
-    if _K is None:
-        raise RuntimeError("the Cython feasibility kernels are not built")
     return int(_K.best_receiver(*[np.ascontiguousarray(a) for a in args], goal, TOLERANCE))
-
-
-def _pick(use_kernel: bool | None) -> bool:
-    if use_kernel is None:
-        if _FORCE is not None:
-            return _FORCE == "kernel"
-        return _K is not None
-    if use_kernel and _K is None:
-        raise RuntimeError("the Cython feasibility kernels are not built")
-    return use_kernel

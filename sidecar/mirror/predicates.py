@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.errors import InputError
 from sidecar.mirror import kernels
 from sidecar.mirror.conf import SchedulerConf
 from sidecar.mirror.selectors import (
@@ -34,8 +35,8 @@ from sidecar.mirror.selectors import (
     tolerates,
 )
 from sidecar.mirror.simulation import Simulation, ports_conflict, task_ports
-from sidecar.snapshot.errors import SnapshotError
 from sidecar.snapshot.state import ClusterState
+from sidecar.snapshot.taskstatus import RELEASING
 from sidecar.snapshot.units import BASE_RESOURCES, PODS
 
 I8 = npt.NDArray[np.int8]
@@ -312,7 +313,7 @@ class Predicates:
         codes, values, _ = self.labels.column(key)
         placed = tasks[sim.on_node()[tasks]]
         if not include_releasing:
-            placed = placed[sim.status[placed] != 64]
+            placed = placed[sim.status[placed] != RELEASING]
         node_codes = codes[sim.node_of[placed]]
         return np.bincount(node_codes[node_codes >= 0], minlength=len(values)).astype(np.int64)
 
@@ -417,7 +418,7 @@ class Predicates:
 
     def _term(self, term: pb.PodAffinityTerm, owner_ns: str, weight: int = 0) -> _Term:
         if not term.topology_key:
-            raise SnapshotError("pod affinity term.topology_key", "missing")
+            raise InputError("pod affinity term.topology_key", "missing")
         return _Term(term.label_selector, self.term_namespaces(term, owner_ns), term.topology_key, weight)
 
     def spread_selector(self, c: pb.TopologySpreadConstraint, labels: Mapping[str, str]) -> pb.LabelSelector:
@@ -473,13 +474,13 @@ class Predicates:
         eligible, _ = self._spread_nodes(subj, hard, hard[0])
         for c in hard:
             if c.max_skew < 1:
-                raise SnapshotError("topology_spread_constraints.max_skew", f"must be >= 1, got {c.max_skew}")
+                raise InputError("topology_spread_constraints.max_skew", f"must be >= 1, got {c.max_skew}")
             sel = self.spread_selector(c, subj.labels)
             tasks = self.matching_tasks(sel, frozenset({subj.namespace}))
             if subj.task is not None:
                 tasks = tasks[tasks != subj.task]
             codes, values, _ = self.labels.column(c.topology_key)
-            tasks = tasks[sim.on_node()[tasks] & (sim.status[tasks] != 64)]
+            tasks = tasks[sim.on_node()[tasks] & (sim.status[tasks] != RELEASING)]
             tasks = tasks[eligible[sim.node_of[tasks]]]
             dom_of_task = codes[sim.node_of[tasks]]
             counts = np.bincount(dom_of_task[dom_of_task >= 0], minlength=len(values))

@@ -29,6 +29,7 @@ from sidecar.mirror.conf import SchedulerConf
 from sidecar.mirror.predicates import Predicates, Subject
 from sidecar.mirror.selectors import PREFER_NO_SCHEDULE, label_selector_matches, node_affinity_mask, tolerates
 from sidecar.mirror.simulation import Simulation
+from sidecar.snapshot.taskstatus import RELEASING
 from sidecar.snapshot.units import BASE_RESOURCES, CPU, MEMORY
 
 F64 = npt.NDArray[np.float64]
@@ -300,7 +301,7 @@ class NodeOrder:
             tasks = p.matching_tasks(p.spread_selector(c, subj.labels), frozenset({subj.namespace}))
             if subj.task is not None:
                 tasks = tasks[tasks != subj.task]
-            tasks = tasks[sim.on_node()[tasks] & (sim.status[tasks] != 64)]
+            tasks = tasks[sim.on_node()[tasks] & (sim.status[tasks] != RELEASING)]
             tasks = tasks[counted_nodes[sim.node_of[tasks]]]
             dom_of_task = codes[sim.node_of[tasks]]
             counts = np.bincount(dom_of_task[dom_of_task >= 0], minlength=int(codes.max()) + 1 if codes.size else 0)

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.snapshot.errors import SnapshotError
+from sidecar.errors import InputError
 
 Mask = npt.NDArray[np.bool_]
 
@@ -69,7 +69,7 @@ class NodeLabels:
         """Nodes whose labels satisfy one requirement."""
         allowed = NODE_OPS if node_ops else LABEL_OPS
         if req.operator not in allowed:
-            raise SnapshotError(f"{path}.operator", f'unknown operator "{req.operator}"')
+            raise InputError(f"{path}.operator", f'unknown operator "{req.operator}"')
         codes, _, index = self.column(req.key)
         if req.operator in ("In", "NotIn"):
             ids = [index[v] for v in req.values if v in index]
@@ -80,7 +80,7 @@ class NodeLabels:
         if req.operator == "DoesNotExist":
             return codes < 0
         if len(req.values) != 1 or _parse_int(req.values[0]) is None:
-            raise SnapshotError(f"{path}.values", f"{req.operator} needs exactly one integer value")
+            raise InputError(f"{path}.values", f"{req.operator} needs exactly one integer value")
         bound = float(int(req.values[0]))
         ints = self._int_values(req.key)
         with np.errstate(invalid="ignore"):
@@ -99,9 +99,9 @@ class NodeLabels:
 
     def _field(self, req: pb.Requirement, path: str) -> Mask:
         if req.key != "metadata.name":
-            raise SnapshotError(f"{path}.key", f'unsupported field "{req.key}" (only metadata.name)')
+            raise InputError(f"{path}.key", f'unsupported field "{req.key}" (only metadata.name)')
         if req.operator not in ("In", "NotIn"):
-            raise SnapshotError(f"{path}.operator", f'"{req.operator}" is not valid for fields (In, NotIn)')
+            raise InputError(f"{path}.operator", f'"{req.operator}" is not valid for fields (In, NotIn)')
         inside = np.isin(np.array(self.names, dtype=object), list(req.values))
         return inside if req.operator == "In" else ~inside
 
@@ -159,11 +159,11 @@ def first_untolerated(
 def check_tolerations(tolerations: Sequence[pb.Toleration], path: str) -> None:
     for i, t in enumerate(tolerations):
         if t.operator not in ("", "Equal", "Exists"):
-            raise SnapshotError(f"{path}[{i}].operator", f'unknown operator "{t.operator}" (Equal, Exists)')
+            raise InputError(f"{path}[{i}].operator", f'unknown operator "{t.operator}" (Equal, Exists)')
         if t.operator == "Exists" and t.value:
-            raise SnapshotError(f"{path}[{i}].value", "must be empty with operator Exists")
+            raise InputError(f"{path}[{i}].value", "must be empty with operator Exists")
         if not t.key and t.operator != "Exists":
-            raise SnapshotError(f"{path}[{i}].key", "an empty key needs operator Exists")
+            raise InputError(f"{path}[{i}].key", "an empty key needs operator Exists")
 
 
 def label_selector_matches(selector: pb.LabelSelector, labels: Mapping[str, str], path: str = "selector") -> bool:
@@ -183,7 +183,7 @@ def label_selector_matches(selector: pb.LabelSelector, labels: Mapping[str, str]
         elif req.operator == "DoesNotExist":
             have = not key_present
         else:
-            raise SnapshotError(f"{path}.match_expressions[{j}].operator", f'unknown operator "{req.operator}"')
+            raise InputError(f"{path}.match_expressions[{j}].operator", f'unknown operator "{req.operator}"')
         if not have:
             return False
     return True

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.mirror.ledger import PIPELINED, RELEASING, TERMINATED_MASK
 from sidecar.snapshot.state import ClusterState
+from sidecar.snapshot.taskstatus import ALLOCATED, PIPELINED, RELEASING, TERMINATED_MASK
 
 F64 = npt.NDArray[np.float64]
-ALLOCATED = 2
 
 PortKey = tuple[str, int, str]  # protocol, port, host ip ("" = every address)
 

@@ -17,7 +17,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.snapshot.state import ClusterState, Status
+from sidecar.snapshot.state import ClusterState
+from sidecar.snapshot.taskstatus import RUNNING
 
 DIMENSIONS = ("affected_workloads", "below_min_available", "affected_resources", "moved_resources", "moved_pods")
 
@@ -49,7 +50,7 @@ class GangState:
     def build(cls, state: ClusterState, goal: int, holds: npt.NDArray[np.bool_]) -> GangState:
         g = len(state.pod_groups)
         pg = state.task_pod_group
-        running_mask = (pg >= 0) & (state.task_status == Status.Running)
+        running_mask = (pg >= 0) & (state.task_status == RUNNING)
         running = np.bincount(pg[running_mask], minlength=g).astype(np.int64)
         usage = np.bincount(pg[holds & (pg >= 0)], weights=state.task_req[holds & (pg >= 0), goal], minlength=g).astype(
             np.float64

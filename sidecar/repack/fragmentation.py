@@ -21,8 +21,8 @@ from functools import reduce
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.mirror.ledger import PIPELINED, RELEASING, TERMINATED_MASK
 from sidecar.snapshot.state import ClusterState
+from sidecar.snapshot.taskstatus import PIPELINED, RELEASING, TERMINATED_MASK
 from sidecar.snapshot.units import TOLERANCE, is_goal_resource, to_user_units
 
 I64 = npt.NDArray[np.int64]

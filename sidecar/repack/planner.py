@@ -27,7 +27,6 @@ import numpy.typing as npt
 
 from sidecar.mirror import kernels
 from sidecar.mirror.core import Mirror
-from sidecar.mirror.ledger import PIPELINED
 from sidecar.mirror.predicates import S_OK, Subject
 from sidecar.mirror.selectors import label_selector_matches
 from sidecar.mirror.simulation import Simulation
@@ -35,6 +34,7 @@ from sidecar.repack.cost import GangState, GroupMoves, initial_deltas, marginal,
 from sidecar.repack.fragmentation import Fragmentation, fragmentation, holding_mask
 from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
+from sidecar.snapshot.taskstatus import PIPELINED
 from sidecar.snapshot.units import TOLERANCE
 
 #: receiver choices tried per candidate before it is given up (backtracking bound)

@@ -15,8 +15,8 @@ import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.api.v1alpha1 import spec_pb2
+from sidecar.errors import InputError
 from sidecar.mirror.selectors import LABEL_OPS, label_selector_matches
-from sidecar.snapshot.errors import SnapshotError
 from sidecar.snapshot.state import ClusterState
 
 
@@ -61,24 +61,24 @@ class Scope:
 def _filter(msg: spec_pb2.ScopeFilter, path: str, namespaced: bool) -> Filter:
     for i, name in enumerate(msg.names):
         if not name:
-            raise SnapshotError(f"{path}.names[{i}]", "empty name")
+            raise InputError(f"{path}.names[{i}]", "empty name")
         if namespaced and (name.count("/") != 1 or name.startswith("/") or name.endswith("/")):
-            raise SnapshotError(f"{path}.names[{i}]", f'PodGroup names are namespace/name, got "{name}"')
+            raise InputError(f"{path}.names[{i}]", f'PodGroup names are namespace/name, got "{name}"')
     selector = None
     if msg.HasField("selector"):
         selector = msg.selector
         for j, req in enumerate(selector.match_expressions):
             where = f"{path}.selector.matchExpressions[{j}]"
             if req.operator not in LABEL_OPS:
-                raise SnapshotError(
+                raise InputError(
                     f"{where}.operator", f'unknown operator "{req.operator}" (In, NotIn, Exists, DoesNotExist)'
                 )
             if not req.key:
-                raise SnapshotError(f"{where}.key", "missing")
+                raise InputError(f"{where}.key", "missing")
             if req.operator in ("In", "NotIn") and not req.values:
-                raise SnapshotError(f"{where}.values", f"{req.operator} needs at least one value")
+                raise InputError(f"{where}.values", f"{req.operator} needs at least one value")
             if req.operator in ("Exists", "DoesNotExist") and req.values:
-                raise SnapshotError(f"{where}.values", f"{req.operator} takes no values")
+                raise InputError(f"{where}.values", f"{req.operator} takes no values")
     return Filter(frozenset(msg.names), selector)
 
 

@@ -6,8 +6,8 @@ import math
 from dataclasses import dataclass
 
 from sidecar.api.v1alpha1 import spec_pb2
+from sidecar.errors import InputError
 from sidecar.repack.scope import Scope, resolve_selector_spec
-from sidecar.snapshot.errors import SnapshotError
 from sidecar.snapshot.units import to_volcano_units
 
 #: The guide's interruption-cost weights, in the order of Weights' fields.
@@ -48,36 +48,36 @@ class RunSpec:
 
 def validate(spec: spec_pb2.RepackSpec, path: str = "spec") -> RunSpec:
     if spec.mode == spec_pb2.RepackSpec.MODE_UNSPECIFIED:
-        raise SnapshotError(f"{path}.mode", "missing (DryRun or Execute)")
+        raise InputError(f"{path}.mode", "missing (DryRun or Execute)")
     if len(spec.goals) != 1:
-        raise SnapshotError(f"{path}.goals", f"exactly one goal per run, got {len(spec.goals)}")
+        raise InputError(f"{path}.goals", f"exactly one goal per run, got {len(spec.goals)}")
     goal = spec.goals[0]
     if not goal.resource:
-        raise SnapshotError(f"{path}.goals[0].resource", "missing")
+        raise InputError(f"{path}.goals[0].resource", "missing")
     if goal.resource in ("cpu", "memory", "pods"):
-        raise SnapshotError(f"{path}.goals[0].resource", f'"{goal.resource}" is not an extended resource')
+        raise InputError(f"{path}.goals[0].resource", f'"{goal.resource}" is not an extended resource')
     threshold = goal.min_frag_improvement_percent if goal.HasField("min_frag_improvement_percent") else 0.0
     if not math.isfinite(threshold) or not 0 <= threshold <= 100:
-        raise SnapshotError(f"{path}.goals[0].minFragImprovementPercent", f"must be within [0, 100], got {threshold}")
+        raise InputError(f"{path}.goals[0].minFragImprovementPercent", f"must be within [0, 100], got {threshold}")
     max_pg: int | None = None
     if spec.max_per_run.HasField("pod_groups"):
         max_pg = spec.max_per_run.pod_groups
         if max_pg < 1:
-            raise SnapshotError(f"{path}.maxPerRun.podGroups", f"must be at least 1, got {max_pg}")
+            raise InputError(f"{path}.maxPerRun.podGroups", f"must be at least 1, got {max_pg}")
     max_res: float | None = None
     for name, value in sorted(spec.max_per_run.resources.items()):
         if not math.isfinite(value) or value <= 0:
-            raise SnapshotError(f'{path}.maxPerRun.resources["{name}"]', f"must be positive, got {value}")
+            raise InputError(f'{path}.maxPerRun.resources["{name}"]', f"must be positive, got {value}")
         if name == goal.resource:
             max_res = to_volcano_units(name, value)
         else:
-            raise SnapshotError(
+            raise InputError(
                 f'{path}.maxPerRun.resources["{name}"]', f'only the goal resource "{goal.resource}" can be budgeted'
             )
     if spec.eviction.HasField("grace_period_seconds") and spec.eviction.grace_period_seconds < 0:
-        raise SnapshotError(f"{path}.eviction.gracePeriodSeconds", "must not be negative")
+        raise InputError(f"{path}.eviction.gracePeriodSeconds", "must not be negative")
     if spec.HasField("ttl_seconds_after_finished") and spec.ttl_seconds_after_finished < 0:
-        raise SnapshotError(f"{path}.ttlSecondsAfterFinished", "must not be negative")
+        raise InputError(f"{path}.ttlSecondsAfterFinished", "must not be negative")
     weights = []
     for field_name, default in zip(
         (
@@ -92,7 +92,7 @@ def validate(spec: spec_pb2.RepackSpec, path: str = "spec") -> RunSpec:
     ):
         value = getattr(spec.planner, field_name) if spec.planner.HasField(field_name) else default
         if not math.isfinite(value) or value < 0:
-            raise SnapshotError(f"{path}.planner.{field_name}", f"must be a non-negative number, got {value}")
+            raise InputError(f"{path}.planner.{field_name}", f"must be a non-negative number, got {value}")
         weights.append(value)
     return RunSpec(
         mode=spec_pb2.RepackSpec.Mode.Name(spec.mode),

@@ -13,7 +13,7 @@ import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from sidecar.mirror.ledger import kernel_available
+from sidecar.dispatch import kernels_built
 from sidecar.server import metrics
 from sidecar.server.config import ServerConfig
 from sidecar.server.interceptors import AccessLogInterceptor
@@ -59,8 +59,8 @@ async def start(config: ServerConfig) -> RunningServer:
     await server.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    metrics.KERNELS.set(1 if kernel_available() else 0)
-    log.info("serving", address=f"{config.host}:{port}", kernels="cython" if kernel_available() else "python")
+    metrics.KERNELS.set(1 if kernels_built() else 0)
+    log.info("serving", address=f"{config.host}:{port}", kernels="cython" if kernels_built() else "python")
     return RunningServer(server, health_servicer, port, config)
 
 

@@ -21,6 +21,7 @@ from google.protobuf.message import DecodeError, Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from sidecar.api.v1alpha1 import service_pb2
+from sidecar.errors import InputError
 from sidecar.mirror.core import Mirror, Verdict
 from sidecar.mirror.predicates import FilterResult, Subject
 from sidecar.mirror.simulation import Simulation
@@ -31,7 +32,6 @@ from sidecar.server import metrics
 from sidecar.server.config import ServerConfig
 from sidecar.server.sessions import SessionCache
 from sidecar.snapshot.decode import Limits, decode
-from sidecar.snapshot.errors import SnapshotError
 from sidecar.snapshot.state import ClusterState
 
 SERVICE_NAME = "volcano.repack.v1alpha1.Repack"
@@ -87,7 +87,7 @@ class RepackService:
             if session is None:
                 raise _NotFound(f'session_id: no open session "{request.session_id}" (expired or closed)')
             return session.state
-        raise SnapshotError("source", "set either snapshot or session_id")
+        raise InputError("source", "set either snapshot or session_id")
 
     # -- RPCs (run in worker threads) ----------------------------------------------------
 
@@ -96,9 +96,9 @@ class RepackService:
         names = list(request.resources)
         for i, name in enumerate(names):
             if not name:
-                raise SnapshotError(f"resources[{i}]", "empty resource name")
+                raise InputError(f"resources[{i}]", "empty resource name")
             if name not in goal_resources(state):
-                raise SnapshotError(f"resources[{i}]", f'no node provides scalar resource "{name}"')
+                raise InputError(f"resources[{i}]", f'no node provides scalar resource "{name}"')
         out = service_pb2.EvaluateResponse()
         for name in names or goal_resources(state):
             out.resources.append(fragmentation_message(fragmentation(state, name)))
@@ -124,7 +124,7 @@ class RepackService:
             return mirror.subject_for_uid(request.task_uid)
         if which == "task":
             return mirror.subject_from_message(request.task)
-        raise SnapshotError("subject", "set either task_uid or task")
+        raise InputError("subject", "set either task_uid or task")
 
     def _verdict(self, request: Any, deadline: Deadline, score: bool) -> tuple[Mirror, Verdict, int]:
         mirror, sim, lock = self._mirror(request, deadline)
@@ -164,7 +164,7 @@ class RepackService:
 
     def plan(self, request: service_pb2.PlanRequest, deadline: Deadline) -> service_pb2.PlanResponse:
         if not request.HasField("spec"):
-            raise SnapshotError("spec", "missing")
+            raise InputError("spec", "missing")
         mirror, _, lock = self._mirror(request, deadline)
         with lock or contextlib.nullcontext():
             status = plan_status(mirror.state, request.spec, mirror=mirror, deadline=deadline)
@@ -174,9 +174,9 @@ class RepackService:
         self, request: service_pb2.OpenSessionRequest, deadline: Deadline
     ) -> service_pb2.OpenSessionResponse:
         if not request.HasField("snapshot"):
-            raise SnapshotError("snapshot", "missing")
+            raise InputError("snapshot", "missing")
         if request.ttl_seconds < 0:
-            raise SnapshotError("ttl_seconds", f"negative value {request.ttl_seconds}")
+            raise InputError("ttl_seconds", f"negative value {request.ttl_seconds}")
         state = self._decode(request.snapshot, deadline)
         session = self._sessions.open(state, float(request.ttl_seconds))
         metrics.SESSIONS.set(len(self._sessions))
@@ -190,7 +190,7 @@ class RepackService:
         self, request: service_pb2.CloseSessionRequest, deadline: Deadline
     ) -> service_pb2.CloseSessionResponse:
         if not request.session_id:
-            raise SnapshotError("session_id", "missing")
+            raise InputError("session_id", "missing")
         closed = self._sessions.close(request.session_id)
         metrics.SESSIONS.set(len(self._sessions))
         return service_pb2.CloseSessionResponse(closed=closed)
@@ -242,7 +242,7 @@ def _rpc(config: ServerConfig, work: Work) -> Callable[[Any, grpc.aio.ServicerCo
         deadline = Deadline(context.time_remaining())
         try:
             return await asyncio.to_thread(work, request, deadline)
-        except SnapshotError as exc:
+        except InputError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except _NotFound as exc:
             await context.abort(grpc.StatusCode.NOT_FOUND, str(exc))

@@ -1,6 +1,6 @@
 """Snapshot message -> ClusterState, validating as it goes.
 
-Every problem raises :class:`SnapshotError` naming the field (``tasks[17].node: unknown node
+Every problem raises :class:`InputError` naming the field (``tasks[17].node: unknown node
 "n-9"``). Row tasks are converted one by one; columnar tasks are converted with whole-array
 numpy operations, which is what makes a 100k-task snapshot cheap (see docs/contract.md).
 """
@@ -13,12 +13,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.mirror.ledger import build_ledger
-from sidecar.snapshot.errors import SnapshotError
+from sidecar.errors import InputError
+from sidecar.snapshot.ledger import build_ledger
 from sidecar.snapshot.state import ClusterState
+from sidecar.snapshot.taskstatus import VALID as VALID_STATUS
 from sidecar.snapshot.units import BASE_RESOURCES, PODS
 
-_VALID_STATUS = frozenset(v for v in pb.Task.Status.values() if v != 0)
 _TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
 
 
@@ -32,32 +32,32 @@ class Limits:
 
 def _quantity(path: str, value: float) -> float:
     if not math.isfinite(value):
-        raise SnapshotError(path, f"quantity must be finite, got {value}")
+        raise InputError(path, f"quantity must be finite, got {value}")
     if value < 0:
-        raise SnapshotError(path, f"negative quantity {value:g}")
+        raise InputError(path, f"negative quantity {value:g}")
     return value
 
 
 def _decode_nodes(snap: pb.Snapshot, limits: Limits) -> tuple[list[str], dict[str, int], list[dict[str, float]]]:
     """Names and allocatable maps; labels and taints stay in the messages (read lazily)."""
     if len(snap.nodes) > limits.max_nodes:
-        raise SnapshotError("nodes", f"{len(snap.nodes)} nodes exceed the limit of {limits.max_nodes}")
+        raise InputError("nodes", f"{len(snap.nodes)} nodes exceed the limit of {limits.max_nodes}")
     names = [n.name for n in snap.nodes]
     index = {name: i for i, name in enumerate(names)}
     if len(index) != len(names) or "" in index:
         seen: dict[str, int] = {}
         for i, name in enumerate(names):
             if not name:
-                raise SnapshotError(f"nodes[{i}].name", "missing")
+                raise InputError(f"nodes[{i}].name", "missing")
             if name in seen:
-                raise SnapshotError(f"nodes[{i}].name", f'duplicate node "{name}" (first at nodes[{seen[name]}])')
+                raise InputError(f"nodes[{i}].name", f'duplicate node "{name}" (first at nodes[{seen[name]}])')
             seen[name] = i
     for i, node in enumerate(snap.nodes):
         for j, taint in enumerate(node.taints):
             if not taint.key:
-                raise SnapshotError(f"nodes[{i}].taints[{j}].key", "missing")
+                raise InputError(f"nodes[{i}].taints[{j}].key", "missing")
             if taint.effect not in _TAINT_EFFECTS:
-                raise SnapshotError(
+                raise InputError(
                     f"nodes[{i}].taints[{j}].effect",
                     f'unknown effect "{taint.effect}" (NoSchedule, PreferNoSchedule, NoExecute)',
                 )
@@ -94,17 +94,17 @@ def _decode_pod_groups(snap: pb.Snapshot) -> dict[tuple[str, str], int]:
     index: dict[tuple[str, str], int] = {}
     for i, pg in enumerate(snap.pod_groups):
         if not pg.namespace:
-            raise SnapshotError(f"pod_groups[{i}].namespace", "missing")
+            raise InputError(f"pod_groups[{i}].namespace", "missing")
         if not pg.name:
-            raise SnapshotError(f"pod_groups[{i}].name", "missing")
+            raise InputError(f"pod_groups[{i}].name", "missing")
         key = (pg.namespace, pg.name)
         if key in index:
-            raise SnapshotError(f"pod_groups[{i}].name", f'duplicate PodGroup "{pg.namespace}/{pg.name}"')
+            raise InputError(f"pod_groups[{i}].name", f'duplicate PodGroup "{pg.namespace}/{pg.name}"')
         if pg.min_member < 0:
-            raise SnapshotError(f"pod_groups[{i}].min_member", f"negative value {pg.min_member}")
+            raise InputError(f"pod_groups[{i}].min_member", f"negative value {pg.min_member}")
         for role, n in pg.min_task_member.items():
             if n < 0:
-                raise SnapshotError(f'pod_groups[{i}].min_task_member["{role}"]', f"negative value {n}")
+                raise InputError(f'pod_groups[{i}].min_task_member["{role}"]', f"negative value {n}")
         index[key] = i
     return index
 
@@ -126,7 +126,7 @@ def _check_index(path: str, column: np.ndarray, size: int, what: str) -> None:
     bad = np.flatnonzero((column < -1) | (column >= size))
     if bad.size:
         i = int(bad[0])
-        raise SnapshotError(f"{path}[{i}]", f"unknown {what} index {int(column[i])} ({size} {what}s in the snapshot)")
+        raise InputError(f"{path}[{i}]", f"unknown {what} index {int(column[i])} ({size} {what}s in the snapshot)")
 
 
 def _task_path(i: int, n_col: int, fname: str) -> str:
@@ -137,9 +137,9 @@ def _raise_duplicate_uid(uid: list[str], n_col: int) -> None:
     seen: set[str] = set()
     for i, u in enumerate(uid):
         if not u:
-            raise SnapshotError(_task_path(i, n_col, "uid"), "missing")
+            raise InputError(_task_path(i, n_col, "uid"), "missing")
         if u in seen:
-            raise SnapshotError(_task_path(i, n_col, "uid"), f'duplicate task uid "{u}"')
+            raise InputError(_task_path(i, n_col, "uid"), f'duplicate task uid "{u}"')
         seen.add(u)
 
 
@@ -147,12 +147,12 @@ def _raise_duplicate_name(t_ns: np.ndarray, name: list[str], namespaces: list[st
     seen: set[tuple[int, str]] = set()
     for i, key in enumerate(zip(t_ns.tolist(), name, strict=True)):
         if key in seen:
-            raise SnapshotError(_task_path(i, n_col, "name"), f'duplicate pod "{namespaces[key[0]]}/{key[1]}"')
+            raise InputError(_task_path(i, n_col, "name"), f'duplicate pod "{namespaces[key[0]]}/{key[1]}"')
         seen.add(key)
 
 
 def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
-    """Validate ``snap`` and convert it to columns. Raises SnapshotError on bad input."""
+    """Validate ``snap`` and convert it to columns. Raises InputError on bad input."""
     node_names, node_index, node_alloc = _decode_nodes(snap, limits)
     resources = _resource_axis(snap, node_alloc)
     res_index = {r: i for i, r in enumerate(resources)}
@@ -164,9 +164,9 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
     ns_labels: list[dict[str, str]] = []
     for i, namespace in enumerate(snap.namespaces):
         if not namespace.name:
-            raise SnapshotError(f"namespaces[{i}].name", "missing")
+            raise InputError(f"namespaces[{i}].name", "missing")
         if namespace.name in ns.index:
-            raise SnapshotError(f"namespaces[{i}].name", f'duplicate namespace "{namespace.name}"')
+            raise InputError(f"namespaces[{i}].name", f'duplicate namespace "{namespace.name}"')
         ns.get(namespace.name)
         ns_labels.append(dict(namespace.labels))
 
@@ -175,7 +175,7 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
     n_row = len(snap.tasks)
     n_tasks = n_col + n_row
     if n_tasks > limits.max_tasks:
-        raise SnapshotError("tasks", f"{n_tasks} tasks exceed the limit of {limits.max_tasks}")
+        raise InputError("tasks", f"{n_tasks} tasks exceed the limit of {limits.max_tasks}")
 
     profiles: list[pb.TaskProfile] = list(snap.profiles)
     uid = list(cols.uid)
@@ -193,9 +193,9 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
         for fname in ("name", "namespace", "node", "status", "pod_group", "priority", "profile"):
             got = len(getattr(cols, fname))
             if got != n_col:
-                raise SnapshotError(f"task_columns.{fname}", f"has {got} entries, expected {n_col} (one per uid)")
+                raise InputError(f"task_columns.{fname}", f"has {got} entries, expected {n_col} (one per uid)")
         if len(cols.role) not in (0, n_col):
-            raise SnapshotError("task_columns.role", f"has {len(cols.role)} entries, expected 0 or {n_col}")
+            raise InputError("task_columns.role", f"has {len(cols.role)} entries, expected 0 or {n_col}")
         t_ns[:n_col] = cols.namespace
         t_node[:n_col] = cols.node
         t_status[:n_col] = cols.status
@@ -209,32 +209,32 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
         bad = np.flatnonzero((ns_col < 0) | (ns_col >= len(ns.values)))
         if bad.size:
             i = int(bad[0])
-            raise SnapshotError(
+            raise InputError(
                 f"task_columns.namespace[{i}]",
                 f"unknown namespace index {int(ns_col[i])} ({len(ns.values)} namespaces)",
             )
-        bad = np.flatnonzero(~np.isin(t_status[:n_col], list(_VALID_STATUS)))
+        bad = np.flatnonzero(~np.isin(t_status[:n_col], list(VALID_STATUS)))
         if bad.size:
             i = int(bad[0])
-            raise SnapshotError(f"task_columns.status[{i}]", f"invalid task status {int(t_status[i])}")
+            raise InputError(f"task_columns.status[{i}]", f"invalid task status {int(t_status[i])}")
         if t_prof[:n_col].min(initial=0) < 0:
             i = int(np.flatnonzero(t_prof[:n_col] < 0)[0])
-            raise SnapshotError(f"task_columns.profile[{i}]", "missing (every task needs a profile index)")
+            raise InputError(f"task_columns.profile[{i}]", "missing (every task needs a profile index)")
         seen_res: set[str] = set()
         for j, column in enumerate(cols.requests):
             path = f'task_columns.requests[{j}] ("{column.resource}")'
             if not column.resource:
-                raise SnapshotError(f"task_columns.requests[{j}].resource", "missing")
+                raise InputError(f"task_columns.requests[{j}].resource", "missing")
             if column.resource in seen_res:
-                raise SnapshotError(f"task_columns.requests[{j}].resource", f'duplicate column "{column.resource}"')
+                raise InputError(f"task_columns.requests[{j}].resource", f'duplicate column "{column.resource}"')
             seen_res.add(column.resource)
             if len(column.values) != n_col:
-                raise SnapshotError(f"{path}.values", f"has {len(column.values)} entries, expected {n_col}")
+                raise InputError(f"{path}.values", f"has {len(column.values)} entries, expected {n_col}")
             values = np.array(column.values, np.float64)
             bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
             if bad.size:
                 i = int(bad[0])
-                raise SnapshotError(f"{path}.values[{i}]", f"negative or non-finite quantity {values[i]}")
+                raise InputError(f"{path}.values[{i}]", f"negative or non-finite quantity {values[i]}")
             t_req[:n_col, res_index[column.resource]] = values
 
     profile_index: dict[bytes, int] = {}
@@ -242,11 +242,11 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
         i = n_col + k
         path = f"tasks[{k}]"
         if not task.name:
-            raise SnapshotError(f"{path}.name", "missing")
+            raise InputError(f"{path}.name", "missing")
         if not task.namespace:
-            raise SnapshotError(f"{path}.namespace", "missing")
-        if task.status not in _VALID_STATUS:
-            raise SnapshotError(f"{path}.status", "missing" if task.status == 0 else f"invalid status {task.status}")
+            raise InputError(f"{path}.namespace", "missing")
+        if task.status not in VALID_STATUS:
+            raise InputError(f"{path}.status", "missing" if task.status == 0 else f"invalid status {task.status}")
         uid.append(task.uid or f"{task.namespace}/{task.name}")
         name.append(task.name)
         role.append(task.role)
@@ -256,14 +256,14 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
         if task.node:
             node_i = node_index.get(task.node)
             if node_i is None:
-                raise SnapshotError(f"{path}.node", f'unknown node "{task.node}"')
+                raise InputError(f"{path}.node", f'unknown node "{task.node}"')
             t_node[i] = node_i
         else:
             t_node[i] = -1
         if task.pod_group:
             pg_i = pg_index.get((task.namespace, task.pod_group))
             if pg_i is None:
-                raise SnapshotError(f"{path}.pod_group", f'unknown PodGroup "{task.namespace}/{task.pod_group}"')
+                raise InputError(f"{path}.pod_group", f'unknown PodGroup "{task.namespace}/{task.pod_group}"')
             t_pg[i] = pg_i
         else:
             t_pg[i] = -1
@@ -281,13 +281,13 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
     t_req[:, res_index[PODS]] = 1.0  # Volcano: every task requests one pod slot.
 
     if n_col and not all(uid[:n_col]):
-        raise SnapshotError(f"task_columns.uid[{uid.index('')}]", "missing")
+        raise InputError(f"task_columns.uid[{uid.index('')}]", "missing")
     if len(set(uid)) != n_tasks:
         _raise_duplicate_uid(uid, n_col)
     if len(set(name)) != n_tasks and len(set(zip(t_ns.tolist(), name, strict=True))) != n_tasks:
         _raise_duplicate_name(t_ns, name, ns.values, n_col)
     if n_col and not all(name[:n_col]):
-        raise SnapshotError(f"task_columns.name[{name.index('')}]", "missing")
+        raise InputError(f"task_columns.name[{name.index('')}]", "missing")
 
     ledger = build_ledger(t_node, t_status, t_req, alloc)
     return ClusterState(

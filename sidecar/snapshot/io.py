@@ -12,7 +12,7 @@ from google.protobuf.message import DecodeError, Message
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.api.v1alpha1 import spec_pb2
-from sidecar.snapshot.errors import SnapshotError
+from sidecar.errors import InputError
 
 M = TypeVar("M", bound=Message)
 
@@ -22,17 +22,17 @@ def parse_document(text: str, message: M, *, source: str) -> M:
     try:
         data = yaml.safe_load(text) if not text.lstrip().startswith(("{", "[")) else json.loads(text)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise SnapshotError(source, f"not valid JSON/YAML: {exc}") from exc
+        raise InputError(source, f"not valid JSON/YAML: {exc}") from exc
     return parse_dict(data, message, source=source)
 
 
 def parse_dict(data: Any, message: M, *, source: str) -> M:
     if not isinstance(data, dict):
-        raise SnapshotError(source, f"expected a mapping, got {type(data).__name__}")
+        raise InputError(source, f"expected a mapping, got {type(data).__name__}")
     try:
         json_format.ParseDict(data, message)
     except json_format.ParseError as exc:
-        raise SnapshotError(source, str(exc)) from exc
+        raise InputError(source, str(exc)) from exc
     return message
 
 
@@ -42,7 +42,7 @@ def load_snapshot(path: str | Path) -> pb.Snapshot:
         try:
             return pb.Snapshot.FromString(p.read_bytes())
         except DecodeError as exc:
-            raise SnapshotError(str(p), f"not a binary Snapshot: {exc}") from exc
+            raise InputError(str(p), f"not a binary Snapshot: {exc}") from exc
     return parse_document(p.read_text(), pb.Snapshot(), source=str(p))
 
 
@@ -60,7 +60,7 @@ def load_repack_spec(path: str | Path) -> spec_pb2.RepackSpec:
     try:
         data = yaml.safe_load(p.read_text())
     except yaml.YAMLError as exc:
-        raise SnapshotError(str(p), f"not valid YAML: {exc}") from exc
+        raise InputError(str(p), f"not valid YAML: {exc}") from exc
     if isinstance(data, dict) and data.get("kind") == "RepackRun":
         data = data.get("spec") or {}
         source = f"{p}: spec"

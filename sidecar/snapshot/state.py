@@ -12,13 +12,11 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.mirror.ledger import NodeLedger
+from sidecar.snapshot.ledger import NodeLedger
 
 F64 = npt.NDArray[np.float64]
 I32 = npt.NDArray[np.int32]
 Bool = npt.NDArray[np.bool_]
-
-Status = pb.Task.Status
 
 
 @dataclass(frozen=True)

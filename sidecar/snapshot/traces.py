@@ -45,12 +45,12 @@ from pathlib import Path
 import numpy as np
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.errors import InputError
 from sidecar.mirror.conf import SchedulerConf
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.snapshot.builder import TaskTable
 from sidecar.snapshot.decode import decode
-from sidecar.snapshot.errors import SnapshotError
 
 GPU = "nvidia.com/gpu"
 MIB = 1024 * 1024
@@ -68,7 +68,7 @@ class Stop:
 
 def _read(path: Path) -> list[dict[str, str]]:
     if not path.exists():
-        raise SnapshotError(str(path), "trace file not found (the traces live in ../shared/traces)")
+        raise InputError(str(path), "trace file not found (the traces live in ../shared/traces)")
     with open(path) as fh:
         return list(csv.DictReader(fh))
 
@@ -174,7 +174,6 @@ def replay(
         if dies is not None and stop.at_fill is None:
             events.append((dies, 0, t))
     events.sort()
-    all_nodes = np.arange(state.n_nodes)
     created = np.zeros(state.n_tasks, bool)
     deleted = np.zeros(state.n_tasks, bool)
     unplaced = 0
@@ -189,13 +188,11 @@ def replay(
                 sim.remove(t)
             continue
         created[t] = True
-        subj = mirror.subject_for_task(t)
-        feasible = mirror.predicates.feasible_nodes(subj, sim, all_nodes)
-        if feasible.size == 0:
+        target = mirror.allocate(mirror.subject_for_task(t), sim)
+        if target < 0:
             unplaced += 1
             continue
-        scores = mirror.order.score(subj, sim, feasible)
-        sim.place(t, int(feasible[scores.ranked(state.node_names)[0]]))
+        sim.place(t, target)
         sim.commit()
         if progress is not None and k % 500 == 0:
             progress(k, len(events))

@@ -6,25 +6,23 @@ consumes ``idle``); Releasing tasks also add to ``releasing``.
 ``idle = allocatable - used`` and ``future_idle = idle + releasing - pipelined``.
 
 The hot loop has a Cython kernel (``ext/ledger.pyx``); :func:`accumulate_reference` is its
-readable specification and the fallback when the extension is not built.
+readable specification and the fallback when the extension is not built (it serves as both the
+twin and the vectorised form; :mod:`sidecar.dispatch` picks).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from sidecar import dispatch
+from sidecar.snapshot.taskstatus import PIPELINED, RELEASING, TERMINATED_MASK
+
 F64 = npt.NDArray[np.float64]
 I32 = npt.NDArray[np.int32]
-
-# Volcano TaskStatus flags used by the rule above (same numbers as snapshot.proto Task.Status).
-PIPELINED = 4
-RELEASING = 64
-TERMINATED_MASK = 128 | 256  # Succeeded | Failed
 
 Kernel = Callable[[I32, I32, F64, F64, F64, F64, int, int, int], None]
 
@@ -59,35 +57,16 @@ def accumulate_reference(
     np.add.at(pipelined, task_node[is_pipe], task_req[is_pipe])
 
 
-def _load_kernel() -> Kernel | None:
-    if os.environ.get("REPACK_KERNELS", "").lower() == "python":
-        return None
-    try:
-        from sidecar.mirror import _ledger  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _ledger.accumulate  # type: ignore[no-any-return]
+_K = dispatch.load("sidecar.snapshot._ledger")
 
 
-_KERNEL = _load_kernel()
-
-
-def kernel_available() -> bool:
-    return _KERNEL is not None
-
-
-def build_ledger(
-    task_node: I32, task_status: I32, task_req: F64, alloc: F64, *, use_kernel: bool | None = None
-) -> NodeLedger:
+def build_ledger(task_node: I32, task_status: I32, task_req: F64, alloc: F64) -> NodeLedger:
     """Accumulate the ledger for ``alloc.shape[0]`` nodes from the task columns."""
     n, r = alloc.shape
     used = np.zeros((n, r))
     releasing = np.zeros((n, r))
     pipelined = np.zeros((n, r))
-    kernel = _KERNEL if use_kernel is None else (_KERNEL if use_kernel else None)
-    if use_kernel and _KERNEL is None:
-        raise RuntimeError("the Cython ledger kernel is not built")
-    fn: Kernel = kernel if kernel is not None else accumulate_reference
+    fn: Kernel = _K.accumulate if dispatch.mode(_K) == "kernel" else accumulate_reference
     fn(task_node, task_status, task_req, used, releasing, pipelined, PIPELINED, RELEASING, TERMINATED_MASK)
     idle = alloc - used
     return NodeLedger(used, releasing, pipelined, idle, idle + releasing - pipelined)
