@@ -15,9 +15,9 @@ import sys
 from bench.common import machine, median_seconds, save
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.dispatch import kernels_built
+from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.forms import to_rows
-from sidecar.snapshot.synth import SynthOptions, synth
 
 GOAL_MS = 150.0
 

@@ -29,9 +29,9 @@ from sidecar.mirror.predicates import S_OK
 from sidecar.mirror.simulation import Simulation
 from sidecar.repack.planner import Planner
 from sidecar.repack.spec import RunSpec, validate
+from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.state import ClusterState
-from sidecar.snapshot.synth import SynthOptions, synth
 
 GOAL = 0.95
 GPU = "nvidia.com/gpu"

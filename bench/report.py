@@ -2,7 +2,7 @@
 
     pip install -e '.[bench]' && python -m bench.report [--cuts 20] [--quick]
 
-Scenarios are openb replays (sidecar.snapshot.traces) at several card fills and pod lists.
+Scenarios are openb replays (sidecar.scenarios.traces) at several card fills and pod lists.
 Every method (ours and three baselines, bench/baselines.py) is judged after the fact by the same
 mirror-core replay. Each scenario runs twice: the minimal DryRun (no budget) and a first-rollout
 budget (maxPerRun.podGroups 20). Small cuts (40 nodes) of each snapshot are solved exactly
@@ -31,9 +31,9 @@ from sidecar.mirror.core import Mirror
 from sidecar.repack.fragmentation import fragmentation
 from sidecar.repack.planner import Planner
 from sidecar.repack.spec import validate
+from sidecar.scenarios.traces import Stop, dlrm_snapshot, openb_snapshot
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.state import ClusterState
-from sidecar.snapshot.traces import Stop, dlrm_snapshot, openb_snapshot
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "report"

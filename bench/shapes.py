@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.snapshot.builder import TaskTable
+from sidecar.scenarios.builder import TaskTable
 
 TRACES = Path(os.environ.get("REPACK_TRACES", Path(__file__).resolve().parents[2] / "shared" / "traces"))
 OPENB = TRACES / "openb"

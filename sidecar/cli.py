@@ -16,8 +16,8 @@ from google.protobuf.message import Message
 from sidecar import logs
 from sidecar.api.v1alpha1 import plan_pb2, service_pb2
 from sidecar.errors import InputError
+from sidecar.scenarios.synth import SynthOptions
 from sidecar.server.config import MIB, ServerConfig
-from sidecar.snapshot.synth import SynthOptions
 
 DEMO = SynthOptions(nodes=24, cards_per_node=8, fill=0.55, seed=2026, name="demo")
 
@@ -144,8 +144,8 @@ def cmd_plan(ns: argparse.Namespace) -> int:
 
 
 def cmd_synth(ns: argparse.Namespace) -> int:
+    from sidecar.scenarios.synth import synth
     from sidecar.snapshot.io import save_snapshot
-    from sidecar.snapshot.synth import synth
 
     snap = synth(
         SynthOptions(
@@ -172,8 +172,8 @@ def cmd_synth(ns: argparse.Namespace) -> int:
 def cmd_from_trace(ns: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from sidecar.scenarios.traces import Stop, dlrm_snapshot, openb_snapshot
     from sidecar.snapshot.io import save_snapshot
-    from sidecar.snapshot.traces import Stop, dlrm_snapshot, openb_snapshot
 
     if (ns.fill is None) == (ns.time is None):
         print("error: give exactly one of --fill and --time", file=sys.stderr)
@@ -197,7 +197,7 @@ def cmd_from_trace(ns: argparse.Namespace) -> int:
 
 def cmd_demo(ns: argparse.Namespace) -> int:
     """The embedded default: a built-in fragmented cluster, evaluated through a real loopback server."""
-    from sidecar.snapshot.synth import synth
+    from sidecar.scenarios.synth import synth
 
     opts = DEMO
     snap = synth(opts)

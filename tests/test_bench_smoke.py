@@ -44,8 +44,8 @@ def test_baselines_and_judge_on_a_small_cluster() -> None:
     from bench import baselines as B
     from sidecar.api.v1alpha1 import spec_pb2
     from sidecar.repack.spec import validate
+    from sidecar.scenarios.synth import SynthOptions, synth
     from sidecar.snapshot.decode import decode
-    from sidecar.snapshot.synth import SynthOptions, synth
 
     state = decode(synth(SynthOptions(nodes=30, fill=0.5, seed=4)))
     run = validate(spec_pb2.RepackSpec(mode=1, goals=[spec_pb2.RepackGoal(resource="nvidia.com/gpu")]))

@@ -10,9 +10,9 @@ from builders import GPU, node, snapshot, task
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
+from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.snapshot.decode import Limits, decode
 from sidecar.snapshot.forms import to_rows
-from sidecar.snapshot.synth import SynthOptions, synth
 
 
 def base() -> pb.Snapshot:

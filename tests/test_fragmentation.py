@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.repack.fragmentation import fragmentation, goal_resources, min_occupied_nodes
+from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.io import load_snapshot
-from sidecar.snapshot.synth import SynthOptions, synth
 
 
 def _fits(items: list[int], residual: list[int], i: int = 0) -> bool:

@@ -12,8 +12,8 @@ from hypothesis.extra import numpy as hnp
 from sidecar import dispatch
 from sidecar.mirror import kernels
 from sidecar.mirror.core import Mirror
+from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.snapshot.decode import decode
-from sidecar.snapshot.synth import SynthOptions, synth
 
 MODES = ["twin", "vectorised"] + (["kernel"] if kernels.available() else [])
 quantity = st.one_of(st.integers(-2000, 64_000).map(float), st.floats(-5, 5, allow_nan=False))

@@ -14,8 +14,8 @@ from sidecar.mirror.simulation import Simulation
 from sidecar.repack.fragmentation import holding_mask
 from sidecar.repack.planner import Planner
 from sidecar.repack.spec import validate
+from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.snapshot.decode import decode
-from sidecar.snapshot.synth import SynthOptions, synth
 
 
 @st.composite

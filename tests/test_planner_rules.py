@@ -193,8 +193,8 @@ def test_pod_disruption_budget_limits_evictions() -> None:
 
 
 def test_plan_is_deterministic() -> None:
+    from sidecar.scenarios.synth import SynthOptions, synth
     from sidecar.snapshot.decode import decode
-    from sidecar.snapshot.synth import SynthOptions, synth
 
     snap = synth(SynthOptions(nodes=60, fill=0.6, seed=8))
     a = plan_status(decode(snap), spec())

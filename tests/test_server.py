@@ -12,9 +12,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.server.config import MIB, client_options
 from sidecar.server.servicer import SERVICE_NAME
-from sidecar.snapshot.synth import SynthOptions, synth
 
 
 def stub(target: str) -> service_pb2_grpc.RepackStub:

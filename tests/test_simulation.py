@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from mirror_cases import mirror, n, t
 
 from sidecar.mirror.simulation import Simulation
+from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.snapshot.decode import decode
-from sidecar.snapshot.synth import SynthOptions, synth
 
 
 def _snapshot_of(sim: Simulation) -> tuple[object, ...]:

@@ -10,8 +10,8 @@ import pytest
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.mirror.core import Mirror
 from sidecar.repack.fragmentation import fragmentation
+from sidecar.scenarios.traces import Stop, openb_snapshot
 from sidecar.snapshot.decode import decode
-from sidecar.snapshot.traces import Stop, openb_snapshot
 
 NODES = """sn,cpu_milli,memory_mib,gpu,model
 n0,64000,262144,8,V100M16
@@ -96,7 +96,7 @@ DLRM = Path(__file__).resolve().parents[2] / "shared" / "traces" / "dlrm2025"
     reason="../shared/traces/dlrm2025 is not present on this machine",
 )
 def test_real_dlrm_replay_models_apps_and_per_node_limits() -> None:
-    from sidecar.snapshot.traces import dlrm_snapshot
+    from sidecar.scenarios.traces import dlrm_snapshot
 
     snap, stats = dlrm_snapshot(DLRM, Stop(at_fill=0.3))
     state = decode(snap)

@@ -49,7 +49,7 @@ from sidecar.errors import InputError
 from sidecar.mirror.conf import SchedulerConf
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
-from sidecar.snapshot.builder import TaskTable
+from sidecar.scenarios.builder import TaskTable
 from sidecar.snapshot.decode import decode
 
 GPU = "nvidia.com/gpu"

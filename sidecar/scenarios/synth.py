@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.snapshot.builder import TaskTable
+from sidecar.scenarios.builder import TaskTable
 from sidecar.snapshot.units import SCALAR_FACTOR
 
 GIB = 1024**3
