@@ -12,8 +12,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.client import MIB, client_options
 from sidecar.scenarios.synth import SynthOptions, synth
-from sidecar.server.config import MIB, client_options
 from sidecar.server.servicer import SERVICE_NAME
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MIB = 1024 * 1024
+from sidecar.client import MIB, client_options
+
+__all__ = ["MIB", "ServerConfig", "client_options"]
 
 
 @dataclass(frozen=True)
@@ -47,12 +49,3 @@ class ServerConfig:
             ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.so_reuseport", 0),
         ]
-
-
-def client_options(max_message_bytes: int = 64 * MIB) -> list[tuple[str, int]]:
-    """Channel options matching the server (gRPC's default 4 MiB is too small for snapshots)."""
-    return [
-        ("grpc.max_receive_message_length", max_message_bytes),
-        ("grpc.max_send_message_length", 2 * max_message_bytes + MIB),
-        ("grpc.keepalive_time_ms", 30_000),
-    ]
