@@ -7,7 +7,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from google.protobuf import json_format
@@ -18,6 +18,9 @@ from sidecar.api.v1alpha1 import plan_pb2, service_pb2
 from sidecar.errors import InputError
 from sidecar.scenarios.synth import SynthOptions
 from sidecar.server.config import MIB, ServerConfig
+
+if TYPE_CHECKING:
+    from sidecar.service import RepackService
 
 DEMO = SynthOptions(nodes=24, cards_per_node=8, fill=0.55, seed=2026, name="demo")
 
@@ -61,19 +64,17 @@ def _emit(message: Message, fmt: str, table: str, *, wrap_status: bool = False) 
         print(table)
 
 
-def _offline() -> Any:
+def _offline() -> RepackService:
     """The RPCs' own code path, without a server (what `evaluate` and `plan` run by default)."""
-    from sidecar.server.servicer import RepackService
-    from sidecar.server.sessions import SessionCache
+    from sidecar.service import RepackService
 
-    return RepackService(ServerConfig(), SessionCache(1, 1.0))
+    return RepackService()
 
 
 def _evaluate_offline(request: service_pb2.EvaluateRequest) -> service_pb2.EvaluateResponse:
-    from sidecar.server.servicer import Deadline
+    from sidecar.service import Deadline
 
-    response: service_pb2.EvaluateResponse = _offline().evaluate(request, Deadline(None))
-    return response
+    return _offline().evaluate(request, Deadline.none())
 
 
 def cmd_evaluate(ns: argparse.Namespace) -> int:
@@ -119,12 +120,9 @@ def _plan_table(status: plan_pb2.RepackStatus) -> str:
 
 
 def _plan_offline(snapshot: Any, spec: Any) -> plan_pb2.RepackStatus:
-    from sidecar.server.servicer import Deadline
+    from sidecar.service import Deadline
 
-    status: plan_pb2.RepackStatus = (
-        _offline().plan(service_pb2.PlanRequest(snapshot=snapshot, spec=spec), Deadline(None)).status
-    )
-    return status
+    return _offline().plan(service_pb2.PlanRequest(snapshot=snapshot, spec=spec), Deadline.none()).status
 
 
 def cmd_plan(ns: argparse.Namespace) -> int:

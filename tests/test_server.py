@@ -191,21 +191,6 @@ def test_json_form_round_trips_through_the_server(server) -> None:  # type: igno
     assert reply.resources[0].min_occupied_nodes == 12
 
 
-def test_expired_deadline_stops_work_between_steps() -> None:
-    import time
-
-    from sidecar.server.config import ServerConfig
-    from sidecar.server.servicer import Deadline, DeadlineExceeded, RepackService
-    from sidecar.server.sessions import SessionCache
-
-    service = RepackService(ServerConfig(), SessionCache(1, 1.0))
-    deadline = Deadline(0.0)
-    time.sleep(0.001)
-    with pytest.raises(DeadlineExceeded, match="deadline exceeded after receiving the snapshot"):
-        service.evaluate(service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes()), deadline)
-    assert service.evaluate(service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes()), Deadline(None)).resources
-
-
 def _guide_session(s) -> str:  # type: ignore[no-untyped-def]
     from sidecar.snapshot.io import load_snapshot
 
