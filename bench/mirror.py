@@ -28,10 +28,11 @@ from bench.common import machine, median_seconds, save
 from bench.decode import build
 from sidecar import dispatch, logs
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
+from sidecar.client import client_options
 from sidecar.mirror import kernels
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
-from sidecar.server.config import ServerConfig, client_options
+from sidecar.server.config import ServerConfig
 from sidecar.snapshot.decode import decode
 
 RATIO_GOAL = 30.0

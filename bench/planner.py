@@ -27,10 +27,11 @@ from bench.decode import build
 from bench.shapes import openb_available, openb_shaped
 from sidecar import logs
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc, snapshot_pb2, spec_pb2
+from sidecar.client import client_options
 from sidecar.mirror.core import Mirror
 from sidecar.repack.planner import Planner
 from sidecar.repack.spec import validate
-from sidecar.server.config import ServerConfig, client_options
+from sidecar.server.config import ServerConfig
 from sidecar.snapshot.decode import decode
 
 OPENB_GOAL_MS = 100.0

@@ -7,7 +7,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 from google.protobuf import json_format
@@ -17,8 +17,11 @@ from sidecar import logs
 from sidecar.api.v1alpha1 import plan_pb2, service_pb2
 from sidecar.errors import InputError
 from sidecar.scenarios.synth import SynthOptions
-from sidecar.server.config import MIB, ServerConfig
 
+if TYPE_CHECKING:
+    from sidecar.service import RepackService
+
+T = TypeVar("T")
 DEMO = SynthOptions(nodes=24, cards_per_node=8, fill=0.55, seed=2026, name="demo")
 
 
@@ -61,19 +64,17 @@ def _emit(message: Message, fmt: str, table: str, *, wrap_status: bool = False) 
         print(table)
 
 
-def _offline() -> Any:
+def _offline() -> RepackService:
     """The RPCs' own code path, without a server (what `evaluate` and `plan` run by default)."""
-    from sidecar.server.servicer import RepackService
-    from sidecar.server.sessions import SessionCache
+    from sidecar.service import RepackService
 
-    return RepackService(ServerConfig(), SessionCache(1, 1.0))
+    return RepackService()
 
 
 def _evaluate_offline(request: service_pb2.EvaluateRequest) -> service_pb2.EvaluateResponse:
-    from sidecar.server.servicer import Deadline
+    from sidecar.service import Deadline
 
-    response: service_pb2.EvaluateResponse = _offline().evaluate(request, Deadline(None))
-    return response
+    return _offline().evaluate(request, Deadline.none())
 
 
 def cmd_evaluate(ns: argparse.Namespace) -> int:
@@ -119,12 +120,9 @@ def _plan_table(status: plan_pb2.RepackStatus) -> str:
 
 
 def _plan_offline(snapshot: Any, spec: Any) -> plan_pb2.RepackStatus:
-    from sidecar.server.servicer import Deadline
+    from sidecar.service import Deadline
 
-    status: plan_pb2.RepackStatus = (
-        _offline().plan(service_pb2.PlanRequest(snapshot=snapshot, spec=spec), Deadline(None)).status
-    )
-    return status
+    return _offline().plan(service_pb2.PlanRequest(snapshot=snapshot, spec=spec), Deadline.none()).status
 
 
 def cmd_plan(ns: argparse.Namespace) -> int:
@@ -231,6 +229,7 @@ def _demo_spec() -> Any:
 async def _demo_over_grpc(snap: Any, spec: Any) -> tuple[service_pb2.EvaluateResponse, plan_pb2.RepackStatus]:
     from sidecar.client import RepackClient
     from sidecar.server.app import start
+    from sidecar.server.config import ServerConfig
 
     running = await start(ServerConfig(port=0, metrics_port=-1))
     try:
@@ -250,20 +249,27 @@ async def _demo_over_grpc(snap: Any, spec: Any) -> tuple[service_pb2.EvaluateRes
         await running.server.stop(None)
 
 
-def cmd_serve(ns: argparse.Namespace) -> int:
-    from sidecar.server.app import serve
+def _given(value: T | None, default: T) -> T:
+    return default if value is None else value
 
+
+def cmd_serve(ns: argparse.Namespace) -> int:
+    """Flags left out are None in the parser and take ServerConfig's defaults here: offline commands skip the server."""
+    from sidecar.server.app import serve
+    from sidecar.server.config import MIB, ServerConfig
+
+    d = ServerConfig()
     config = ServerConfig(
-        host=ns.host,
-        port=ns.port,
-        metrics_port=ns.metrics_port,
-        metrics_host=ns.metrics_host,
-        max_message_bytes=int(ns.max_message_mib * MIB),
-        max_concurrent_rpcs=ns.max_concurrent_rpcs,
-        workers=ns.workers,
-        session_ttl_seconds=ns.session_ttl,
-        max_sessions=ns.max_sessions,
-        shutdown_grace_seconds=ns.grace,
+        host=_given(ns.host, d.host),
+        port=_given(ns.port, d.port),
+        metrics_port=_given(ns.metrics_port, d.metrics_port),
+        metrics_host=_given(ns.metrics_host, d.metrics_host),
+        max_message_bytes=int(_given(ns.max_message_mib, d.max_message_bytes / MIB) * MIB),
+        max_concurrent_rpcs=_given(ns.max_concurrent_rpcs, d.max_concurrent_rpcs),
+        workers=_given(ns.workers, d.workers),
+        session_ttl_seconds=_given(ns.session_ttl, d.session_ttl_seconds),
+        max_sessions=_given(ns.max_sessions, d.max_sessions),
+        shutdown_grace_seconds=_given(ns.grace, d.shutdown_grace_seconds),
     )
     asyncio.run(serve(config))
     return 0
@@ -274,12 +280,15 @@ def cmd_health(ns: argparse.Namespace) -> int:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    with grpc.insecure_channel(ns.target) as channel:
+    from sidecar.server.config import ServerConfig
+
+    target = _given(ns.target, f"127.0.0.1:{ServerConfig().port}")
+    with grpc.insecure_channel(target) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         try:
             reply = stub.Check(health_pb2.HealthCheckRequest(service=ns.service), timeout=ns.timeout)
         except grpc.RpcError as exc:
-            print(f"{ns.target}: {exc.code().name}: {exc.details()}", file=sys.stderr)
+            print(f"{target}: {exc.code().name}: {exc.details()}", file=sys.stderr)
             return 1
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     print(status)
@@ -287,27 +296,26 @@ def cmd_health(ns: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    d = ServerConfig()
     p = argparse.ArgumentParser(prog="repack-sidecar", description=__doc__)
     p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
     p.add_argument("--log-level", default=None, help="default: info (warning for demo)")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="run the gRPC server")
-    s.add_argument("--host", default=d.host)
-    s.add_argument("--port", type=int, default=d.port)
-    s.add_argument("--metrics-port", type=int, default=d.metrics_port, help="-1 disables /metrics")
-    s.add_argument("--metrics-host", default=d.metrics_host)
-    s.add_argument("--max-message-mib", type=float, default=d.max_message_bytes / MIB)
-    s.add_argument("--max-concurrent-rpcs", type=int, default=d.max_concurrent_rpcs)
-    s.add_argument("--workers", type=int, default=d.workers)
-    s.add_argument("--session-ttl", type=float, default=d.session_ttl_seconds, help="seconds")
-    s.add_argument("--max-sessions", type=int, default=d.max_sessions)
-    s.add_argument("--grace", type=float, default=d.shutdown_grace_seconds, help="drain seconds on SIGTERM")
+    s.add_argument("--host")
+    s.add_argument("--port", type=int)
+    s.add_argument("--metrics-port", type=int, help="-1 disables /metrics")
+    s.add_argument("--metrics-host")
+    s.add_argument("--max-message-mib", type=float)
+    s.add_argument("--max-concurrent-rpcs", type=int)
+    s.add_argument("--workers", type=int)
+    s.add_argument("--session-ttl", type=float, help="seconds")
+    s.add_argument("--max-sessions", type=int)
+    s.add_argument("--grace", type=float, help="drain seconds on SIGTERM")
     s.set_defaults(func=cmd_serve)
 
     h = sub.add_parser("health", help="check a running sidecar's health (exit 0 when SERVING)")
-    h.add_argument("--target", default=f"127.0.0.1:{d.port}")
+    h.add_argument("--target")  # default: 127.0.0.1 on the serve port
     h.add_argument("--service", default="", help='"" for the whole server, or a service name')
     h.add_argument("--timeout", type=float, default=2.0)
     h.set_defaults(func=cmd_health)

@@ -7,7 +7,17 @@ from types import TracebackType
 import grpc
 
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
-from sidecar.server.config import client_options
+
+MIB = 1024 * 1024
+
+
+def client_options(max_message_bytes: int = 64 * MIB) -> list[tuple[str, int]]:
+    """Channel options matching the server (gRPC's default 4 MiB is too small for snapshots)."""
+    return [
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_send_message_length", 2 * max_message_bytes + MIB),
+        ("grpc.keepalive_time_ms", 30_000),
+    ]
 
 
 class RepackClient:

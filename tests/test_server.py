@@ -12,8 +12,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.client import MIB, client_options
 from sidecar.scenarios.synth import SynthOptions, synth
-from sidecar.server.config import MIB, client_options
 from sidecar.server.servicer import SERVICE_NAME
 
 
@@ -189,21 +189,6 @@ def test_json_form_round_trips_through_the_server(server) -> None:  # type: igno
     request = json_format.Parse(text, service_pb2.EvaluateRequest())
     reply = stub(server.target).Evaluate(request, timeout=30)
     assert reply.resources[0].min_occupied_nodes == 12
-
-
-def test_expired_deadline_stops_work_between_steps() -> None:
-    import time
-
-    from sidecar.server.config import ServerConfig
-    from sidecar.server.servicer import Deadline, DeadlineExceeded, RepackService
-    from sidecar.server.sessions import SessionCache
-
-    service = RepackService(ServerConfig(), SessionCache(1, 1.0))
-    deadline = Deadline(0.0)
-    time.sleep(0.001)
-    with pytest.raises(DeadlineExceeded, match="deadline exceeded after receiving the snapshot"):
-        service.evaluate(service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes()), deadline)
-    assert service.evaluate(service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes()), Deadline(None)).resources
 
 
 def _guide_session(s) -> str:  # type: ignore[no-untyped-def]

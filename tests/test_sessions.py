@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from builders import guide_twenty_nodes
 
-from sidecar.server.sessions import SessionCache
+from sidecar.service.sessions import SessionCache
 from sidecar.snapshot.decode import decode
 
 

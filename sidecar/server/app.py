@@ -17,8 +17,8 @@ from sidecar.dispatch import kernels_built
 from sidecar.server import metrics
 from sidecar.server.config import ServerConfig
 from sidecar.server.interceptors import AccessLogInterceptor
-from sidecar.server.servicer import SERVICE_NAME, RepackService, generic_handler
-from sidecar.server.sessions import SessionCache
+from sidecar.server.servicer import SERVICE_NAME, generic_handler
+from sidecar.service import RepackService
 
 log = structlog.get_logger("sidecar.server")
 
@@ -47,8 +47,8 @@ async def start(config: ServerConfig) -> RunningServer:
         options=config.grpc_options(),
         maximum_concurrent_rpcs=config.max_concurrent_rpcs,
     )
-    sessions = SessionCache(config.max_sessions, config.session_ttl_seconds)
-    server.add_generic_rpc_handlers((generic_handler(RepackService(config, sessions), config),))
+    service = RepackService(config.service_limits(), observer=metrics.PrometheusObserver())
+    server.add_generic_rpc_handlers((generic_handler(service, config),))
 
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

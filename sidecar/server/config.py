@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MIB = 1024 * 1024
+from sidecar.client import MIB, client_options
+from sidecar.service.limits import ServiceLimits
+
+__all__ = ["MIB", "ServerConfig", "client_options"]
 
 
 @dataclass(frozen=True)
@@ -23,14 +26,23 @@ class ServerConfig:
     max_concurrent_rpcs: int = 16
     #: Worker threads for decoding and planning (the event loop only does I/O).
     workers: int = 4
-    session_ttl_seconds: float = 120.0
-    max_sessions: int = 8
+    session_ttl_seconds: float = ServiceLimits.session_ttl_seconds
+    max_sessions: int = ServiceLimits.max_sessions
     #: On SIGTERM: NOT_SERVING, then in-flight RPCs get this long to finish.
     shutdown_grace_seconds: float = 10.0
     keepalive_time_ms: int = 30_000
     keepalive_timeout_ms: int = 10_000
-    max_nodes: int = 100_000
-    max_tasks: int = 2_000_000
+    max_nodes: int = ServiceLimits.max_nodes
+    max_tasks: int = ServiceLimits.max_tasks
+
+    def service_limits(self) -> ServiceLimits:
+        """The service's share of the flags."""
+        return ServiceLimits(
+            max_nodes=self.max_nodes,
+            max_tasks=self.max_tasks,
+            session_ttl_seconds=self.session_ttl_seconds,
+            max_sessions=self.max_sessions,
+        )
 
     @property
     def transport_limit_bytes(self) -> int:
@@ -47,12 +59,3 @@ class ServerConfig:
             ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.so_reuseport", 0),
         ]
-
-
-def client_options(max_message_bytes: int = 64 * MIB) -> list[tuple[str, int]]:
-    """Channel options matching the server (gRPC's default 4 MiB is too small for snapshots)."""
-    return [
-        ("grpc.max_receive_message_length", max_message_bytes),
-        ("grpc.max_send_message_length", 2 * max_message_bytes + MIB),
-        ("grpc.keepalive_time_ms", 30_000),
-    ]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
+from sidecar.service.observer import Observer
+from sidecar.snapshot.state import ClusterState
+
 RPCS = Counter("repack_rpc_requests_total", "RPCs handled", ["method", "code"])
 RPC_SECONDS = Histogram(
     "repack_rpc_duration_seconds",
@@ -20,6 +23,18 @@ SNAPSHOT_NODES = Gauge("repack_snapshot_nodes", "Nodes in the last decoded snaps
 SNAPSHOT_TASKS = Gauge("repack_snapshot_tasks", "Tasks in the last decoded snapshot")
 SESSIONS = Gauge("repack_sessions", "Open sessions in the cache")
 KERNELS = Gauge("repack_kernels_compiled", "1 when the Cython kernels are in use, 0 on the Python twins")
+
+
+class PrometheusObserver(Observer):
+    """The service's reports as the gauges and histogram above."""
+
+    def snapshot_decoded(self, seconds: float, state: ClusterState) -> None:
+        DECODE_SECONDS.observe(seconds)
+        SNAPSHOT_NODES.set(state.n_nodes)
+        SNAPSHOT_TASKS.set(state.n_tasks)
+
+    def sessions_changed(self, open_sessions: int) -> None:
+        SESSIONS.set(open_sessions)
 
 
 def serve_metrics(port: int, host: str = "0.0.0.0") -> int:

@@ -1,4 +1,7 @@
-"""Bounded, TTL'd cache of decoded snapshots, so a session is uploaded and decoded once."""
+"""Bounded, TTL'd cache of decoded snapshots, so a session is uploaded and decoded once.
+
+Service state rather than transport: every front door shares the sessions the service holds.
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,128 @@
+"""The Repack application service: one code path behind gRPC, the CLI and every later front door.
+
+It takes and returns the contract's messages (``service_pb2``) and knows nothing of transports:
+callers map ``InputError``, ``NotFound`` and ``DeadlineExceeded`` to their own answers. Calls may
+run for seconds; async front doors run them in a worker thread.
+"""
+
+from __future__ import annotations
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from sidecar.api.v1alpha1 import service_pb2
+from sidecar.errors import InputError
+from sidecar.mirror.core import Mirror, Verdict
+from sidecar.repack.fragmentation import fragmentation, goal_resources
+from sidecar.repack.planner import Planner
+from sidecar.repack.spec import validate
+from sidecar.repack.status import fragmentation_message, to_status
+from sidecar.service.deadline import Deadline
+from sidecar.service.fit import fit_message
+from sidecar.service.limits import ServiceLimits
+from sidecar.service.observer import Observer
+from sidecar.service.sessions import SessionCache
+from sidecar.service.sources import CheckRequest, Sources, subject
+
+
+class RepackService:
+    """Evaluate, Plan, Filter, Prioritize and the session lifecycle, on contract messages."""
+
+    def __init__(
+        self,
+        limits: ServiceLimits | None = None,
+        *,
+        sessions: SessionCache | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        limits = limits or ServiceLimits()
+        self._sessions = sessions or SessionCache(limits.max_sessions, limits.session_ttl_seconds)
+        self._observer = observer or Observer()
+        self._sources = Sources(limits, self._sessions, self._observer)
+
+    def evaluate(self, request: service_pb2.EvaluateRequest, deadline: Deadline) -> service_pb2.EvaluateResponse:
+        state = self._sources.state(request, deadline)
+        names = list(request.resources)
+        for i, name in enumerate(names):
+            if not name:
+                raise InputError(f"resources[{i}]", "empty resource name")
+            if name not in goal_resources(state):
+                raise InputError(f"resources[{i}]", f'no node provides scalar resource "{name}"')
+        out = service_pb2.EvaluateResponse()
+        for name in names or goal_resources(state):
+            out.resources.append(fragmentation_message(fragmentation(state, name)))
+            deadline.check(f"evaluating {name}")
+        return out
+
+    def plan(self, request: service_pb2.PlanRequest, deadline: Deadline) -> service_pb2.PlanResponse:
+        """The spec is validated first, so a bad spec costs nothing however large the snapshot."""
+        if not request.HasField("spec"):
+            raise InputError("spec", "missing")
+        run = validate(request.spec)
+        resolved = self._sources.mirror(request, deadline)
+        with resolved.locked():
+            result = Planner(resolved.mirror, run).plan(deadline)  # TODO(merge): plan(deadline.check)
+            status = to_status(resolved.mirror.state, result, run)
+        return service_pb2.PlanResponse(status=status)
+
+    def filter(self, request: service_pb2.FilterRequest, deadline: Deadline) -> service_pb2.FilterResponse:
+        mirror, verdict, wanted = self._verdict(request, deadline, score=False)
+        result = verdict.filter
+        out = service_pb2.FilterResponse(
+            feasible_nodes=mirror.names(result.feasible),
+            future_idle_only_nodes=mirror.names(result.feasible & ~result.fits_idle),
+            message=fit_message(result, wanted),
+        )
+        for reasons, members in result.groups:
+            out.failures.add(reasons=reasons, nodes=mirror.names(members))
+        return out
+
+    def prioritize(self, request: service_pb2.PrioritizeRequest, deadline: Deadline) -> service_pb2.PrioritizeResponse:
+        mirror, verdict, _ = self._verdict(request, deadline, score=True)
+        names = mirror.state.node_names
+        out = service_pb2.PrioritizeResponse()
+        scores = verdict.scores
+        assert scores is not None
+        for i in scores.ranked(names):
+            entry = out.scores.add(node=names[scores.nodes[i]], score=float(scores.total[i]))
+            for plugin, values in scores.plugins.items():
+                entry.plugins[plugin] = float(values[i])
+        for reasons, members in verdict.filter.groups:
+            out.failures.add(reasons=reasons, nodes=mirror.names(members))
+        return out
+
+    def open_session(
+        self, request: service_pb2.OpenSessionRequest, deadline: Deadline
+    ) -> service_pb2.OpenSessionResponse:
+        if not request.HasField("snapshot"):
+            raise InputError("snapshot", "missing")
+        if request.ttl_seconds < 0:
+            raise InputError("ttl_seconds", f"negative value {request.ttl_seconds}")
+        state = self._sources.decode(request.snapshot, deadline)
+        session = self._sessions.open(state, float(request.ttl_seconds))
+        self._observer.sessions_changed(len(self._sessions))
+        expires = Timestamp()
+        expires.FromNanoseconds(int(session.expires_at * 1e9))
+        return service_pb2.OpenSessionResponse(
+            session_id=session.id, expires_at=expires, node_count=state.n_nodes, task_count=state.n_tasks
+        )
+
+    def close_session(
+        self, request: service_pb2.CloseSessionRequest, deadline: Deadline
+    ) -> service_pb2.CloseSessionResponse:
+        if not request.session_id:
+            raise InputError("session_id", "missing")
+        closed = self._sessions.close(request.session_id)
+        self._observer.sessions_changed(len(self._sessions))
+        return service_pb2.CloseSessionResponse(closed=closed)
+
+    def _verdict(self, request: CheckRequest, deadline: Deadline, score: bool) -> tuple[Mirror, Verdict, int]:
+        """Filter (or Filter then score) the request's task over its nodes; ``wanted`` counts those nodes."""
+        resolved = self._sources.mirror(request, deadline)
+        mirror, sim = resolved.mirror, resolved.simulation
+        task = subject(mirror, request)
+        nodes = mirror.node_indices(list(request.nodes))
+        deadline.check("preparing the check")
+        with resolved.locked():
+            verdict = mirror.prioritize(task, nodes, sim) if score else Verdict(mirror.filter(task, nodes, sim))
+        wanted = mirror.state.n_nodes if nodes is None else len(nodes)
+        return mirror, verdict, wanted

@@ -1,0 +1,170 @@
+"""The application service called in-process, as the CLI and the coming front doors call it (no gRPC)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+from builders import GPU, guide_twenty_nodes, node, snapshot, task
+
+from sidecar.api.v1alpha1 import service_pb2
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.errors import InputError
+from sidecar.service import Deadline, DeadlineExceeded, NotFound, Observer, RepackService, ServiceLimits
+from sidecar.snapshot.io import load_repack_spec, load_snapshot
+from sidecar.snapshot.state import ClusterState
+
+GUIDE = "sidecar/data/guide-ascend.json"
+GUIDE_RUN = "sidecar/data/guide-ascend-dryrun.yaml"
+NPU = "huawei.com/ascend-1980"
+NO_DEADLINE = Deadline.none()
+
+
+class Recorder(Observer):
+    """Counts what the service reports (the server turns the same reports into Prometheus metrics)."""
+
+    def __init__(self) -> None:
+        self.decoded: list[int] = []
+        self.open_sessions: list[int] = []
+
+    def snapshot_decoded(self, seconds: float, state: ClusterState) -> None:
+        self.decoded.append(state.n_nodes)
+
+    def sessions_changed(self, open_sessions: int) -> None:
+        self.open_sessions.append(open_sessions)
+
+
+def test_evaluate_answers_the_guide_example() -> None:
+    reply = RepackService().evaluate(service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes()), NO_DEADLINE)
+    (f,) = reply.resources
+    assert (f.resource, f.providing_nodes, f.occupied_nodes, f.min_occupied_nodes) == (GPU, 20, 15, 12)
+    assert f.fragmentation_percent == pytest.approx(15.0)
+
+
+def test_bad_input_is_input_error_naming_the_field() -> None:
+    service = RepackService()
+    with pytest.raises(InputError, match=r"^source: set either snapshot or session_id$"):
+        service.evaluate(service_pb2.EvaluateRequest(), NO_DEADLINE)
+    bad = snapshot([node("n-1")], [task("a", "n-9")])
+    with pytest.raises(InputError) as err:
+        service.evaluate(service_pb2.EvaluateRequest(snapshot=bad), NO_DEADLINE)
+    assert err.value.field == "tasks[0].node"
+
+
+def test_plan_inline_matches_plan_by_session() -> None:
+    service = RepackService()
+    spec = load_repack_spec(GUIDE_RUN)
+    inline = service.plan(service_pb2.PlanRequest(snapshot=load_snapshot(GUIDE), spec=spec), NO_DEADLINE).status
+    assert inline.conditions[0].reason == "RepackRecommended"
+    assert list(inline.plan.freed_nodes) == ["ascend-node-01"]
+    sid = service.open_session(service_pb2.OpenSessionRequest(snapshot=load_snapshot(GUIDE)), NO_DEADLINE).session_id
+    by_session = service.plan(service_pb2.PlanRequest(session_id=sid, spec=spec), NO_DEADLINE).status
+    assert by_session == inline
+
+
+def test_plan_rejects_a_bad_spec_before_decoding_the_snapshot() -> None:
+    """A bad spec costs nothing: the snapshot, itself invalid here, is never decoded."""
+    recorder = Recorder()
+    service = RepackService(observer=recorder)
+    spec = load_repack_spec(GUIDE_RUN)
+    spec.goals.add(resource=GPU)
+    bad_snapshot = snapshot([node("n-1")], [task("a", "n-9")])  # would fail as tasks[0].node
+    with pytest.raises(InputError) as err:
+        service.plan(service_pb2.PlanRequest(snapshot=bad_snapshot, spec=spec), NO_DEADLINE)
+    assert err.value.field == "spec.goals"
+    assert str(err.value) == "spec.goals: exactly one goal per run, got 2"
+    assert recorder.decoded == []
+    # ... and before the session lookup too
+    with pytest.raises(InputError, match=r"^spec\.goals"):
+        service.plan(service_pb2.PlanRequest(session_id="gone", spec=spec), NO_DEADLINE)
+    with pytest.raises(InputError, match=r"^spec: missing$"):
+        service.plan(service_pb2.PlanRequest(snapshot=bad_snapshot), NO_DEADLINE)
+    assert recorder.decoded == []
+
+
+def test_snapshot_over_the_limits_is_input_error() -> None:
+    service = RepackService(ServiceLimits(max_nodes=2))
+    with pytest.raises(InputError):
+        service.evaluate(service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes()), NO_DEADLINE)
+
+
+def _probe() -> pb.Task:
+    probe = pb.Task(namespace="repack-demo", name="probe", requests={NPU: 2000, "cpu": 1000})
+    probe.profile.node_selector["accelerator-pool"] = "ascend-npu"
+    return probe
+
+
+def test_filter_on_the_guide_example_with_volcano_wording() -> None:
+    service = RepackService()
+    snap = load_snapshot(GUIDE)
+    reply = service.filter(service_pb2.FilterRequest(snapshot=snap, task=_probe()), NO_DEADLINE)
+    assert list(reply.feasible_nodes) == ["ascend-node-01"]
+    (group,) = reply.failures
+    assert list(group.reasons) == [f"Insufficient {NPU}"]
+    assert sorted(group.nodes) == ["ascend-node-02", "ascend-node-03"]
+    assert reply.message == f"2/3 nodes are unavailable: 2 Insufficient {NPU}."
+    subset = service_pb2.FilterRequest(snapshot=snap, task_uid="t-train-0", nodes=["ascend-node-02"])
+    reply = service.filter(subset, NO_DEADLINE)
+    assert list(reply.feasible_nodes) == ["ascend-node-02"] and not reply.failures and not reply.message
+    with pytest.raises(InputError, match=r"^subject: set either task_uid or task$"):
+        service.filter(service_pb2.FilterRequest(snapshot=snap), NO_DEADLINE)
+
+
+def test_prioritize_on_the_guide_example_ranks_feasible_nodes() -> None:
+    reply = RepackService().prioritize(
+        service_pb2.PrioritizeRequest(snapshot=load_snapshot(GUIDE), task_uid="t-train-0"), NO_DEADLINE
+    )
+    assert [x.node for x in reply.scores] == ["ascend-node-01", "ascend-node-02", "ascend-node-03"]
+    for x in reply.scores:
+        assert x.score == pytest.approx(sum(x.plugins.values()))
+
+
+def test_sessions_open_use_close_then_not_found() -> None:
+    recorder = Recorder()
+    service = RepackService(observer=recorder)
+    opened = service.open_session(service_pb2.OpenSessionRequest(snapshot=load_snapshot(GUIDE)), NO_DEADLINE)
+    assert (opened.node_count, opened.expires_at.seconds > 0) == (3, True)
+    sid = opened.session_id
+    evaluated = service.evaluate(service_pb2.EvaluateRequest(session_id=sid), NO_DEADLINE)
+    assert evaluated.resources[0].resource == NPU
+    filtered = service.filter(service_pb2.FilterRequest(session_id=sid, task=_probe()), NO_DEADLINE)
+    assert list(filtered.feasible_nodes) == ["ascend-node-01"]
+    close = service_pb2.CloseSessionRequest(session_id=sid)
+    assert service.close_session(close, NO_DEADLINE).closed
+    assert not service.close_session(close, NO_DEADLINE).closed
+    assert recorder.open_sessions == [1, 0, 0]
+    for call, request in [
+        (service.evaluate, service_pb2.EvaluateRequest(session_id=sid)),
+        (service.filter, service_pb2.FilterRequest(session_id=sid, task_uid="t-train-0")),
+        (service.plan, service_pb2.PlanRequest(session_id=sid, spec=load_repack_spec(GUIDE_RUN))),
+    ]:
+        with pytest.raises(NotFound, match=sid):
+            call(request, NO_DEADLINE)  # type: ignore[operator]
+    with pytest.raises(InputError, match=r"^session_id: missing$"):
+        service.close_session(service_pb2.CloseSessionRequest(), NO_DEADLINE)
+    with pytest.raises(InputError, match=r"^ttl_seconds: negative value -1$"):
+        service.open_session(service_pb2.OpenSessionRequest(snapshot=guide_twenty_nodes(), ttl_seconds=-1), NO_DEADLINE)
+
+
+def test_expired_deadline_stops_work_between_steps() -> None:
+    service = RepackService()
+    deadline = Deadline(0.0)
+    time.sleep(0.001)
+    with pytest.raises(DeadlineExceeded, match="deadline exceeded after receiving the snapshot"):
+        service.evaluate(service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes()), deadline)
+    with pytest.raises(DeadlineExceeded):
+        service.plan(service_pb2.PlanRequest(snapshot=load_snapshot(GUIDE), spec=load_repack_spec(GUIDE_RUN)), deadline)
+    assert service.evaluate(service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes()), Deadline(None)).resources
+
+
+def test_the_service_imports_no_transport() -> None:
+    code = (
+        "import sys, sidecar.service; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'grpc' "
+        "or m.startswith(('sidecar.server', 'sidecar.cli', 'sidecar.client'))); "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
