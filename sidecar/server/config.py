@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sidecar.client import MIB, client_options
 from sidecar.service.limits import ServiceLimits
 
-__all__ = ["MIB", "ServerConfig", "client_options"]
+MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
