@@ -25,9 +25,10 @@ from sidecar.errors import InputError
 from sidecar.mirror.core import Mirror, Verdict
 from sidecar.mirror.predicates import FilterResult, Subject
 from sidecar.mirror.simulation import Simulation
-from sidecar.repack import plan_status
 from sidecar.repack.fragmentation import fragmentation, goal_resources
-from sidecar.repack.status import fragmentation_message
+from sidecar.repack.planner import Planner
+from sidecar.repack.spec import validate
+from sidecar.repack.status import fragmentation_message, to_status
 from sidecar.server import metrics
 from sidecar.server.config import ServerConfig
 from sidecar.server.sessions import SessionCache
@@ -167,7 +168,9 @@ class RepackService:
             raise InputError("spec", "missing")
         mirror, _, lock = self._mirror(request, deadline)
         with lock or contextlib.nullcontext():
-            status = plan_status(mirror.state, request.spec, mirror=mirror, deadline=deadline)
+            run = validate(request.spec)
+            result = Planner(mirror, run).plan(deadline.check)
+            status = to_status(mirror.state, result, run)
         return service_pb2.PlanResponse(status=status)
 
     def open_session(
