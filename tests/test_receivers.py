@@ -57,11 +57,8 @@ def test_order_walks_the_key(inp: ReceiverInput) -> None:
     walked = list(receivers.order(nodes, stays, inp.cost, left, inp.rank))
     assert sorted(walked) == nodes.tolist()
     left_of = dict(zip(nodes.tolist(), left.tolist(), strict=True))
-
-    def key(n: int) -> tuple[int, float, float, int]:
-        return (-int(stays[n]), -(0.0 if stays[n] else float(inp.cost[n])), left_of[n], int(inp.rank[n]))
-
-    assert [key(n) for n in walked] == sorted(key(n) for n in walked)
+    keys = [receivers.key(bool(stays[n]), float(inp.cost[n]), left_of[n], int(inp.rank[n])) for n in walked]
+    assert keys == sorted(keys)
 
 
 def test_forced_kernel_is_the_kernel() -> None:

@@ -66,6 +66,12 @@ class ReceiverInput:
     goal: int  # the goal resource's column
 
 
+def key(stays: bool, cost: float, left: float, rank: int) -> tuple[int, float, float, int]:
+    """The module docstring's key for one node (smaller is better); ``left`` is its goal
+    capacity left after the move."""
+    return (-int(stays), -(0.0 if stays else cost), left, rank)
+
+
 def best_receiver_twin(inp: ReceiverInput) -> int:
     """The first choice, as a plain loop (the specification): among allowed nodes that pass the
     node-only checks, the pod count and resource fit, the one with the smallest key; -1 if none."""
@@ -76,10 +82,9 @@ def best_receiver_twin(inp: ReceiverInput) -> int:
             continue
         if any(req[d] - free[n, d] >= TOLERANCE for d in inp.dims):
             continue
-        stays = bool(inp.stays[n])
-        key = (-int(stays), -(0.0 if stays else float(inp.cost[n])), float(free[n, goal] - req[goal]), int(inp.rank[n]))
-        if best < 0 or key < best_key:
-            best, best_key = n, key
+        k = key(bool(inp.stays[n]), float(inp.cost[n]), float(free[n, goal] - req[goal]), int(inp.rank[n]))
+        if best < 0 or k < best_key:
+            best, best_key = n, k
     return best
 
 
