@@ -15,6 +15,7 @@ KERNELS = {
     # module name inside the package : source in ext/
     "sidecar.snapshot._ledger": "ext/ledger.pyx",
     "sidecar.mirror._feasibility": "ext/feasibility.pyx",
+    "sidecar.repack._receivers": "ext/receivers.pyx",
 }
 
 

@@ -18,7 +18,7 @@ Mode = Literal["kernel", "twin", "vectorised"]
 MODES: tuple[Mode, ...] = ("kernel", "twin", "vectorised")
 
 #: every compiled kernel module, each built from ext/<name>.pyx (see setup.py)
-KERNEL_MODULES = ("sidecar.snapshot._ledger", "sidecar.mirror._feasibility")
+KERNEL_MODULES = ("sidecar.snapshot._ledger", "sidecar.mirror._feasibility", "sidecar.repack._receivers")
 
 _forced: Mode | None = None
 

@@ -8,7 +8,10 @@ from google.protobuf import json_format
 
 from sidecar.api.v1alpha1 import plan_pb2, spec_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.repack import plan_status
+from sidecar.mirror.core import Mirror
+from sidecar.repack.planner import Planner
+from sidecar.repack.spec import validate
+from sidecar.repack.status import to_status
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.state import ClusterState
 
@@ -74,6 +77,12 @@ def spec(resource: str = GPU, **fields: Any) -> spec_pb2.RepackSpec:
     """A RepackSpec from CR-style fields, e.g. spec(maxPerRun={"podGroups": 1})."""
     body = {"mode": "DryRun", "goals": [{"resource": resource, **fields.pop("goal", {})}], **fields}
     return json_format.ParseDict(body, spec_pb2.RepackSpec())
+
+
+def plan_status(state: ClusterState, spec: spec_pb2.RepackSpec) -> plan_pb2.RepackStatus:
+    """What the Plan RPC answers: validate the spec, plan on a fresh mirror, the RepackRun status."""
+    run = validate(spec)
+    return to_status(state, Planner(Mirror(state), run).plan(), run)
 
 
 def plan(cluster: Cluster | ClusterState, **fields: Any) -> plan_pb2.RepackStatus:

@@ -102,33 +102,3 @@ def test_forced_kernel_without_build_is_an_error() -> None:
         pytest.skip("kernels are built")
     with pytest.raises(RuntimeError), dispatch.forced("kernel"):
         pass
-
-
-@st.composite
-def receiver_inputs(draw):  # type: ignore[no-untyped-def]
-    n, r = draw(st.integers(1, 25)), draw(st.integers(1, 4))
-    u8 = st.integers(0, 1)
-    small = st.integers(0, 3).map(float)
-    return (
-        draw(hnp.arrays(np.float64, r, elements=small)),
-        np.array(draw(st.permutations(range(r)))[: draw(st.integers(0, r))], np.intp),
-        draw(hnp.arrays(np.float64, (n, r), elements=small)),
-        draw(hnp.arrays(np.int64, n, elements=st.integers(0, 3))),
-        draw(hnp.arrays(np.float64, n, elements=st.integers(0, 3).map(float))),
-        draw(hnp.arrays(np.uint8, n, elements=u8)),
-        draw(hnp.arrays(np.uint8, n, elements=u8)),
-        draw(hnp.arrays(np.uint8, n, elements=u8)),
-        draw(hnp.arrays(np.float64, n, elements=small)),
-        np.array(draw(st.permutations(range(n))), np.int64),
-        draw(st.integers(0, r - 1)),
-    )
-
-
-@pytest.mark.skipif(not kernels.available(), reason="Cython kernel not built")
-@settings(max_examples=300, deadline=None)
-@given(receiver_inputs())
-def test_best_receiver_agrees(args) -> None:  # type: ignore[no-untyped-def]
-    *arrays, goal = args
-    with dispatch.forced("kernel"):
-        fast = kernels.best_receiver(*arrays, goal)
-    assert fast == kernels.best_receiver_twin(*arrays, goal)

@@ -6,9 +6,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from plan_cases import GPU, Cluster, explanation, moves, plan, reason
+from plan_cases import GPU, Cluster, explanation, moves, plan, plan_status, reason
 
-from sidecar.repack import plan_status
 from sidecar.repack.cost import GangState, GroupMoves, marginal, normalised_scores
 from sidecar.repack.fragmentation import holding_mask
 from sidecar.repack.spec import DEFAULT_WEIGHTS

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from plan_cases import GPU, Cluster, explanation, moves, plan, reason, spec
+from plan_cases import GPU, Cluster, explanation, moves, plan, plan_status, reason, spec
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
-from sidecar.repack import plan_status
 
 
 def two_half_nodes() -> Cluster:

@@ -72,8 +72,9 @@ TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "openb"
     not (TRACES / "openb_pod_list_default.csv").exists(), reason="../shared/traces/openb is not present on this machine"
 )
 def test_real_openb_replay_is_fragmented_and_plannable() -> None:
+    from plan_cases import plan_status
+
     from sidecar.api.v1alpha1 import spec_pb2
-    from sidecar.repack import plan_status
 
     snap, stats = openb_snapshot(TRACES, Stop(at_fill=0.5))
     state = decode(snap)

@@ -1,20 +1,12 @@
-"""Repacking: fragmentation, scope, gang-aware cost, the planner and its RepackRun status."""
+"""Repacking: the guide's RepackRun, planned against the mirror core. Where each rule lives:
 
-from __future__ import annotations
-
-from sidecar.api.v1alpha1 import plan_pb2, spec_pb2
-from sidecar.mirror.core import Mirror
-from sidecar.snapshot.state import ClusterState
-
-
-def plan_status(
-    state: ClusterState, spec: spec_pb2.RepackSpec, *, mirror: Mirror | None = None, deadline: object | None = None
-) -> plan_pb2.RepackStatus:
-    """The one code path behind the Plan RPC and `repack-sidecar plan`."""
-    from sidecar.repack.planner import Planner
-    from sidecar.repack.spec import validate
-    from sidecar.repack.status import to_status
-
-    run = validate(spec)
-    result = Planner(mirror or Mirror(state), run).plan(deadline)
-    return to_status(state, result, run)
+* ``spec.py``: RepackSpec validation and defaults (RunSpec).
+* ``scope.py``: scope.podGroups / scope.nodes selection.
+* ``fragmentation.py``: the fragmentation measure (Evaluate, before and after a plan).
+* ``candidates.py``: which nodes may be emptied, and why the others may not.
+* ``cost.py``: gang-aware interruption cost, its five dimensions and their normalisation.
+* ``receivers.py``: where a leaving pod goes (receiver rules 1-4; kernel ext/receivers.pyx).
+* ``limits.py``: maxPerRun budgets, PodDisruptionBudgets and the bulk capacity bound.
+* ``planner.py``: the incremental loop and the backtracking placement search.
+* ``status.py``: PlanResult -> RepackRun status.
+"""

@@ -60,7 +60,7 @@ class RepackService:
         run = validate(request.spec)
         resolved = self._sources.mirror(request, deadline)
         with resolved.locked():
-            result = Planner(resolved.mirror, run).plan(deadline)  # TODO(merge): plan(deadline.check)
+            result = Planner(resolved.mirror, run).plan(deadline.check)
             status = to_status(resolved.mirror.state, result, run)
         return service_pb2.PlanResponse(status=status)
 

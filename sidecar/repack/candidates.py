@@ -1,0 +1,245 @@
+"""Candidate nodes: which occupied nodes the planner may empty, why the others may not, and the
+per-candidate state of a planning loop.
+
+A node is a candidate when it provides the goal resource, some pod uses it there, the node is in
+``scope.nodes`` and every such pod is movable: scheduled by Volcano (``planner.schedulerNames``),
+in a PodGroup in ``scope.podGroups``, and not pipelined onto the node. Every other occupied node
+gets an :class:`Outcome` saying why, and is pinned: it stays occupied whatever the plan does.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar.repack.cost import GangState, GroupMoves, initial_deltas, marginal
+from sidecar.repack.fragmentation import Fragmentation, fragmentation, holding_mask
+from sidecar.repack.spec import RunSpec
+from sidecar.snapshot.state import ClusterState
+from sidecar.snapshot.taskstatus import PIPELINED
+from sidecar.snapshot.units import TOLERANCE
+
+# candidate outcome reasons
+EMPTIED = "Emptied"
+OUT_OF_SCOPE = "OutOfScope"
+UNMOVABLE = "UnmovablePod"
+PIPELINED_POD = "PipelinedPod"
+RECEIVER = "Receiver"
+NO_RECEIVER = "NoReceiver"
+BUDGET = "Budget"
+PDB = "PodDisruptionBudget"
+
+
+@dataclass
+class Candidate:
+    node: int
+    pods: npt.NDArray[np.intp]  # goal-resource pods to move, placement order
+    groups: list[GroupMoves]
+    cards: float  # Volcano units of the goal resource on the node
+    pdbs: Counter[int] = field(default_factory=Counter)  # PodDisruptionBudget -> pods it covers
+
+
+@dataclass
+class Outcome:
+    node: int
+    selected: bool
+    reason: str
+    message: str
+
+
+@dataclass
+class Prepared:
+    before: Fragmentation
+    candidates: list[Candidate] | None
+    pinned: npt.NDArray[np.bool_]
+    gang: GangState
+    outcomes: dict[int, Outcome]
+    pod_group_count: int
+    node_count: int
+
+
+def pod_name(state: ClusterState, t: int) -> str:
+    return f"{state.namespaces[state.task_namespace[t]]}/{state.task_name[t]}"
+
+
+def prepare(
+    state: ClusterState,
+    spec: RunSpec,
+    goal: int,
+    pg_in_scope: npt.NDArray[np.bool_],
+    node_in_scope: npt.NDArray[np.bool_],
+) -> Prepared:
+    """Fragmentation before, candidate nodes with their pods and gang impact, pinned nodes and
+    the explanation of every node that cannot be a candidate. ``candidates`` is None when there
+    is nothing to plan (no fragmentation, or nothing provides the goal resource). PodDisruption
+    budgets are left to :func:`sidecar.repack.limits.count_pdbs`."""
+    before = fragmentation(state, spec.resource)
+    outcomes: dict[int, Outcome] = {}
+    holds = holding_mask(state)
+    gang = GangState.build(state, max(goal, 0), holds) if goal >= 0 else GangState.build(state, 0, holds & False)
+    pg_count = int(pg_in_scope.sum())
+    node_count = int(node_in_scope.sum())
+    if goal < 0 or before.occupied_nodes <= before.min_occupied_nodes:
+        return Prepared(before, None, np.zeros(state.n_nodes, bool), gang, outcomes, pg_count, node_count)
+    req_g = state.task_req[:, goal]
+    goal_pods = holds & (req_g > TOLERANCE)
+    providing = state.node_alloc[:, goal] > TOLERANCE
+    names = spec.scheduler_names
+    volcano = np.array([p.scheduler_name in names for p in state.profiles], bool)[state.task_profile]
+    pg = state.task_pod_group
+    movable = goal_pods & volcano & (pg >= 0)
+    movable &= np.where(pg >= 0, pg_in_scope[np.maximum(pg, 0)] if pg_in_scope.size else False, False)
+    pipelined_goal = (state.task_node >= 0) & (state.task_status == PIPELINED) & (req_g > TOLERANCE)
+
+    pinned = np.zeros(state.n_nodes, bool)  # will stay occupied whatever the plan does
+    load = np.bincount(state.task_node[goal_pods], weights=req_g[goal_pods], minlength=state.n_nodes)
+    occupied = providing & (load > TOLERANCE)
+    blocked_at = _first_per_node(state, goal_pods & ~movable)
+    pipelined_at = _first_per_node(state, pipelined_goal)
+    for n in map(int, np.flatnonzero(occupied)):
+        if not node_in_scope[n]:
+            outcomes[n] = Outcome(n, False, OUT_OF_SCOPE, "node is outside scope.nodes")
+        elif n in blocked_at:
+            outcomes[n] = Outcome(n, False, UNMOVABLE, _why_unmovable(state, blocked_at[n], volcano))
+        elif n in pipelined_at:
+            why = f"pod {pod_name(state, pipelined_at[n])} is pipelined onto this node"
+            outcomes[n] = Outcome(n, False, PIPELINED_POD, why)
+        else:
+            continue
+        pinned[n] = True
+    is_candidate = occupied & ~pinned
+    # Every candidate's goal-resource pods, grouped by node; within a node largest first, then
+    # snapshot order (the placement order).
+    tasks = np.flatnonzero(goal_pods & is_candidate[np.maximum(state.task_node, 0)] & (state.task_node >= 0))
+    tasks = tasks[np.lexsort((tasks, -req_g[tasks], state.task_node[tasks]))]
+    t_node = state.task_node[tasks]
+    cand_nodes, starts = np.unique(t_node, return_index=True)
+    bounds = np.append(starts, tasks.size)
+    # (candidate, PodGroup) pairs: how many pods and cards each node takes from each group.
+    n_groups = max(len(state.pod_groups), 1)
+    cand_of_task = np.repeat(np.arange(cand_nodes.size), np.diff(bounds))
+    pair_key = cand_of_task.astype(np.int64) * n_groups + pg[tasks]
+    pair_keys, pair_inverse, pair_pods = np.unique(pair_key, return_inverse=True, return_counts=True)
+    pair_cards = np.bincount(pair_inverse.ravel(), weights=req_g[tasks], minlength=pair_keys.size)
+    pair_cand, pair_group = np.divmod(pair_keys, n_groups)
+    pair_bounds = np.searchsorted(pair_cand, np.arange(cand_nodes.size + 1))
+    no_roles: Counter[str] = Counter()
+    candidates: list[Candidate] = []
+    for i, n in enumerate(cand_nodes.tolist()):
+        pods = tasks[bounds[i] : bounds[i + 1]]
+        groups = []
+        for k in range(pair_bounds[i], pair_bounds[i + 1]):
+            grp = int(pair_group[k])
+            roles = no_roles
+            if gang.role_min[grp]:
+                roles = Counter(state.task_role[t] for t in pods if pg[t] == grp)
+            groups.append(GroupMoves(grp, int(pair_pods[k]), float(pair_cards[k]), roles))
+        candidates.append(Candidate(n, pods, groups, float(load[n])))
+    return Prepared(before, candidates, pinned, gang, outcomes, pg_count, node_count)
+
+
+def _first_per_node(state: ClusterState, mask: npt.NDArray[np.bool_]) -> dict[int, int]:
+    """node -> first task (in snapshot order) on it that ``mask`` selects."""
+    tasks = np.flatnonzero(mask & (state.task_node >= 0))
+    nodes, first = np.unique(state.task_node[tasks], return_index=True)
+    return dict(zip(nodes.tolist(), tasks[first].tolist(), strict=True))
+
+
+def _why_unmovable(state: ClusterState, t: int, volcano: npt.NDArray[np.bool_]) -> str:
+    prof = state.profiles[state.task_profile[t]]
+    if not volcano[t]:
+        scheduler = prof.scheduler_name or "default-scheduler"
+        return f"pod {pod_name(state, t)} is not scheduled by Volcano (schedulerName {scheduler!r})"
+    if state.task_pod_group[t] < 0:
+        return f"pod {pod_name(state, t)} belongs to no PodGroup"
+    group = state.pod_group_key(int(state.task_pod_group[t]))
+    return f"pod {pod_name(state, t)}: PodGroup {group} is outside scope.podGroups"
+
+
+class CandidateTable:
+    """Per-candidate state of one planning loop; every array is indexed 0..C-1 like ``cands``."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        spec: RunSpec,
+        goal: int,
+        cands: list[Candidate],
+        gang: GangState,
+        node_rank: npt.NDArray[np.int64],
+        outcomes: dict[int, Outcome],
+    ) -> None:
+        self.state, self.resource, self.goal = state, spec.resource, goal
+        self.cands = cands
+        self.outcomes = outcomes
+        self.node = np.array([c.node for c in cands], np.intp)
+        self.index_of = {c.node: i for i, c in enumerate(cands)}
+        self.alive = np.ones(len(cands), bool)  # still in play
+        self.retry_at = np.zeros(len(cands), np.int64)  # tried again once this many nodes are freed
+        # [5, C] marginal cost: dimension-major, so per-dimension min/max are contiguous reductions
+        self.delta = initial_deltas(gang, cands)
+        #: [C] interruption cost of emptying each candidate first (receiver rule 3)
+        self.cost_alone: npt.NDArray[np.float64] = np.asarray(spec.weights.as_tuple()) @ self.delta
+        self.by_group: dict[int, list[int]] = {}  # PodGroup -> candidates moving its pods
+        for i, c in enumerate(cands):
+            for m in c.groups:
+                self.by_group.setdefault(m.group, []).append(i)
+        # Static tie-break among equal costs: more capacity freed first, then node name.
+        self.tie_rank = np.empty(len(cands), np.int64)
+        self.tie_rank[np.lexsort((node_rank[self.node], -state.node_alloc[self.node, goal]))] = np.arange(len(cands))
+
+    def in_play(self, n_freed: int) -> npt.NDArray[np.intp]:
+        return np.flatnonzero(self.alive & (self.retry_at <= n_freed))
+
+    def best(self, live: npt.NDArray[np.intp], scores: npt.NDArray[np.float64]) -> int:
+        """Position in ``live`` of the lowest score; ties: more capacity freed, then node name."""
+        low = scores.min() if scores.size else np.inf
+        if not np.isfinite(low):
+            return -1
+        tied = np.flatnonzero(scores <= low + 1e-12)
+        if tied.size == 1:
+            return int(tied[0])
+        return int(tied[np.argmin(self.tie_rank[live[tied]])])
+
+    def recost(self, chosen: int, gang: GangState) -> None:
+        """Re-cost the live candidates sharing a PodGroup with the one that joined the plan."""
+        for m in self.cands[chosen].groups:
+            for other in self.by_group.get(m.group, ()):
+                if self.alive[other]:
+                    self.delta[:, other] = marginal(gang, self.cands[other].groups)
+
+    def emptied(self, i: int, targets: list[int]) -> None:
+        c = self.cands[i]
+        names = ", ".join(sorted({self.state.node_names[x] for x in targets}))
+        self.outcomes[c.node] = Outcome(c.node, True, EMPTIED, f"{len(c.pods)} pods move to {names}")
+        self.alive[i] = False
+        for target in set(targets):  # a node that received pods stays occupied: no longer a candidate
+            j = self.index_of.get(target)
+            if j is not None and self.alive[j]:
+                self.drop(j, RECEIVER, "receives pods in this plan, so it stays occupied")
+
+    def drop(self, i: int, reason: str, message: str) -> None:
+        self.alive[i] = False
+        node = self.cands[i].node
+        self.outcomes[node] = Outcome(node, False, reason, message)
+
+    def drop_no_receiver(self, i: int) -> None:
+        c, state = self.cands[i], self.state
+        t = int(c.pods[0])
+        cards = state.task_req[t, self.goal] / 1000.0
+        self.drop(
+            i,
+            NO_RECEIVER,
+            f"no receiver takes all {len(c.pods)} pods (largest: {pod_name(state, t)}, {cards:g} "
+            f"{self.resource}): receivers lack capacity or fail its node constraints",
+        )
+
+    def explain_rest(self) -> None:
+        """Candidates still alive when the loop ends found no feasible placement."""
+        for i in np.flatnonzero(self.alive):
+            node = self.cands[int(i)].node
+            if node not in self.outcomes:
+                self.outcomes[node] = Outcome(node, False, NO_RECEIVER, "no feasible placement for its pods")

@@ -1,0 +1,145 @@
+"""Hard limits on a plan, and the bulk bound that prunes candidates which can no longer fit.
+
+``maxPerRun.podGroups`` and ``maxPerRun.resources[goal]`` hold over the whole plan, and so does
+each PodDisruptionBudget's ``disruptionsAllowed`` (a PDB covers the pods of its namespace that
+its selector matches). The plan only grows, so a candidate over a limit is dropped for good.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar.mirror.predicates import S_OK, Predicates
+from sidecar.mirror.selectors import label_selector_matches
+from sidecar.repack.candidates import BUDGET, PDB, Candidate, CandidateTable
+from sidecar.repack.cost import GangState
+from sidecar.repack.spec import RunSpec
+from sidecar.snapshot.state import ClusterState
+from sidecar.snapshot.units import TOLERANCE
+
+
+def count_pdbs(state: ClusterState, candidates: list[Candidate]) -> None:
+    """Fill every candidate's ``pdbs``: how many of its pods each PodDisruptionBudget covers."""
+    if not state.pdbs or not candidates:
+        return
+    tasks = np.concatenate([c.pods for c in candidates])
+    pdb_of: dict[int, list[int]] = {}
+    for p, pdb in enumerate(state.pdbs):
+        for t in tasks:
+            t = int(t)
+            if state.namespaces[state.task_namespace[t]] != pdb.namespace:
+                continue
+            if label_selector_matches(pdb.selector, state.profiles[state.task_profile[t]].labels):
+                pdb_of.setdefault(t, []).append(p)
+    for c in candidates:
+        for t in c.pods:
+            c.pdbs.update(pdb_of.get(int(t), []))
+
+
+class Budgets:
+    """maxPerRun and PodDisruptionBudgets against the plan so far."""
+
+    def __init__(self, state: ClusterState, spec: RunSpec, gang: GangState, table: CandidateTable) -> None:
+        self.state, self.spec, self.gang, self.table = state, spec, gang, table
+        self.pdb_used: Counter[int] = Counter()  # PodDisruptionBudget -> pods the plan evicts
+
+    def within(self, live: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+        """``live`` without the candidates that would take the plan over maxPerRun (dropped)."""
+        spec, delta = self.spec, self.table.delta
+        if spec.max_pod_groups is None and spec.max_resource is None:
+            return live
+        keep = np.ones(live.size, bool)
+        touched = int((self.gang.moves > 0).sum())
+        if spec.max_pod_groups is not None:
+            over = touched + delta[0, live] > spec.max_pod_groups
+            for i in live[over]:
+                self.table.drop(
+                    int(i),
+                    BUDGET,
+                    f"would affect {touched + int(delta[0, i])} PodGroups, over "
+                    f"maxPerRun.podGroups {spec.max_pod_groups}",
+                )
+            keep &= ~over
+        if spec.max_resource is not None:
+            moved = float(self.gang.cards.sum())
+            over = moved + delta[3, live] > spec.max_resource + TOLERANCE
+            for i in live[over & keep]:
+                self.table.drop(
+                    int(i),
+                    BUDGET,
+                    f"would move {(moved + delta[3, i]) / 1000:g} {spec.resource}, over "
+                    f"maxPerRun.resources {spec.max_resource / 1000:g}",
+                )
+            keep &= ~over
+        return live[keep]
+
+    def pdb_ok(self, i: int) -> bool:
+        """Would emptying candidate ``i`` keep every PodDisruptionBudget? (If not, it is dropped.)"""
+        for p, n in self.table.cands[i].pdbs.items():
+            pdb = self.state.pdbs[p]
+            if self.pdb_used[p] + n > pdb.disruptions_allowed:
+                self.table.drop(
+                    i,
+                    PDB,
+                    f"would evict {self.pdb_used[p] + n} pods covered by PodDisruptionBudget "
+                    f"{pdb.namespace}/{pdb.name} (disruptionsAllowed {pdb.disruptions_allowed})",
+                )
+                return False
+        return True
+
+    def spend(self, c: Candidate) -> None:
+        for p, n in c.pdbs.items():
+            self.pdb_used[p] += n
+
+
+class Preflight:
+    """Bulk pruning by two necessary conditions on the goal resource: each pod needs a receiver
+    with that much free, and a candidate's pods together need that much free on the receivers
+    their node checks allow. Receivers only fill up and the set of receivers only shrinks, so a
+    candidate failing here never succeeds later."""
+
+    def __init__(self, state: ClusterState, predicates: Predicates, goal: int, table: CandidateTable) -> None:
+        self.table = table
+        pods = [c.pods for c in table.cands]
+        flat = np.concatenate(pods) if pods else np.zeros(0, np.intp)
+        # one entry per pod of every candidate: its candidate, goal request and row of node checks
+        self.cand = np.repeat(np.arange(len(pods)), [x.size for x in pods]).astype(np.intp)
+        self.req = state.task_req[flat, goal] if flat.size else np.zeros(0)
+        profiles, inverse = np.unique(state.task_profile[flat], return_inverse=True)
+        rows: dict[int, int] = {}
+        masks: list[npt.NDArray[np.bool_]] = []
+        row_of_profile = np.empty(profiles.size, np.intp)
+        for k, prof_i in enumerate(profiles.tolist()):
+            static = predicates.static(state.profiles[prof_i], profile_index=prof_i)
+            r = rows.get(id(static), -1)
+            if r < 0:
+                r = rows[id(static)] = len(masks)
+                masks.append(static.code == S_OK)
+            row_of_profile[k] = r
+        self.row = row_of_profile[inverse.ravel()] if flat.size else np.zeros(0, np.intp)
+        self.masks = np.array(masks) if masks else np.zeros((0, state.n_nodes), bool)
+
+    def prune(self, allowed: npt.NDArray[np.bool_], free_goal: npt.NDArray[np.float64]) -> None:
+        """Drop the live candidates that fail either condition (``free_goal``: FutureIdle)."""
+        if self.cand.size == 0:
+            return
+        free = np.maximum(free_goal, 0.0)
+        n_rows = self.masks.shape[0]
+        max_free = np.zeros(n_rows)
+        sum_free = np.zeros(n_rows)
+        for r in range(n_rows):
+            f = free[self.masks[r] & allowed]
+            if f.size:
+                max_free[r] = f.max()
+                sum_free[r] = f.sum()
+        pod_bad = self.req > max_free[self.row] + TOLERANCE
+        n = len(self.table.cands)
+        need = np.bincount(self.cand * n_rows + self.row, weights=self.req, minlength=n * n_rows)
+        over = (need.reshape(n, n_rows) > sum_free[None, :] + TOLERANCE).any(axis=1)
+        bad: npt.NDArray[np.bool_] = np.array(over, dtype=bool)
+        bad[self.cand[pod_bad]] = True
+        for i in np.flatnonzero(bad & self.table.alive):
+            self.table.drop_no_receiver(int(i))

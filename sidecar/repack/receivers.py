@@ -1,0 +1,218 @@
+"""Where a leaving pod goes: the guide's receiver rules ("Filling Receiving Nodes").
+
+Rule 1, which nodes may receive at all, is :attr:`Receivers.allowed`: never a node being emptied
+or already freed, never a node whose goal resource is idle (re-lighting it only moves the
+fragment). Rules 2-4 order the feasible allowed receivers by one key, smallest first::
+
+    (not stays[n], -cost[n], free[n, goal] - req[goal], rank[n])    with cost[n] = 0 where stays[n]
+
+that is: nodes that stay occupied anyway (unmovable pods, out of scope, already receiving) first
+(rule 2); then nodes costlier to empty later (rule 3: a candidate's interruption cost of emptying
+it first; 0 for every other node); then the least goal capacity left after the move (rule 4);
+then node name (``rank``).
+
+Three forms of the key, which must agree (tests/test_receivers.py): :func:`best_receiver_twin`,
+the loop that specifies the first choice; :func:`order`, the numpy order the planner walks; and
+the Cython kernel ``ext/receivers.pyx`` behind :func:`best_receiver`, which finds the first
+choice of a pod with node-level constraints only in one pass over the nodes.
+:mod:`sidecar.dispatch` picks the implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar import dispatch
+from sidecar.mirror import kernels
+from sidecar.mirror.core import Mirror
+from sidecar.mirror.predicates import S_OK, Subject
+from sidecar.mirror.simulation import Simulation
+from sidecar.snapshot.units import TOLERANCE
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+U8 = npt.NDArray[np.uint8]
+Bools = npt.NDArray[np.bool_]
+Nodes = npt.NDArray[np.intp]
+
+_K = dispatch.load("sidecar.repack._receivers")
+
+
+def available() -> bool:
+    return _K is not None
+
+
+# -- the key, three ways ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiverInput:
+    """What the first choice reads: one pod's request and, per node ([N]), its state."""
+
+    req: F64  # [R] the pod's request
+    dims: Nodes  # dimensions LessEqual compares (Predicates.fit_dims)
+    free: F64  # [N, R] FutureIdle
+    pod_count: I64  # pods on the node
+    pod_cap: F64  # allocatable pods
+    static_ok: U8  # node-only checks passed
+    allowed: U8  # rule 1
+    stays: U8  # rule 2
+    cost: F64  # rule 3 (ignored where stays)
+    rank: I64  # node-name rank
+    goal: int  # the goal resource's column
+
+
+def key(stays: bool, cost: float, left: float, rank: int) -> tuple[int, float, float, int]:
+    """The module docstring's key for one node (smaller is better); ``left`` is its goal
+    capacity left after the move."""
+    return (-int(stays), -(0.0 if stays else cost), left, rank)
+
+
+def best_receiver_twin(inp: ReceiverInput) -> int:
+    """The first choice, as a plain loop (the specification): among allowed nodes that pass the
+    node-only checks, the pod count and resource fit, the one with the smallest key; -1 if none."""
+    best, best_key = -1, (0, 0.0, 0.0, 0)
+    req, free, goal = inp.req, inp.free, inp.goal
+    for n in range(free.shape[0]):
+        if not inp.allowed[n] or not inp.static_ok[n] or inp.pod_count[n] >= inp.pod_cap[n]:
+            continue
+        if any(req[d] - free[n, d] >= TOLERANCE for d in inp.dims):
+            continue
+        k = key(bool(inp.stays[n]), float(inp.cost[n]), float(free[n, goal] - req[goal]), int(inp.rank[n]))
+        if best < 0 or k < best_key:
+            best, best_key = n, k
+    return best
+
+
+def order(nodes: Nodes, stays: Bools, cost: F64, left: F64, rank: I64) -> Iterator[int]:
+    """``nodes`` in the key's order (numpy). ``left`` (goal capacity left after the move) is
+    aligned with ``nodes``; ``stays``, ``cost`` and ``rank`` are per node. The first choice is
+    found without sorting (it is usually taken); the full order only when more is asked for."""
+    if nodes.size == 0:
+        return
+    node_stays = stays[nodes]
+    node_cost = np.where(node_stays, 0.0, cost[nodes])
+    pick = np.flatnonzero(node_stays) if node_stays.any() else np.arange(nodes.size)
+    pick = pick[node_cost[pick] == node_cost[pick].max()]
+    pick = pick[left[pick] == left[pick].min()]
+    first = int(pick[np.argmin(rank[nodes[pick]])])
+    yield int(nodes[first])
+    for k in np.lexsort((rank[nodes], left, -node_cost, ~node_stays)):
+        if k != first:
+            yield int(nodes[k])
+
+
+def best_receiver_vectorised(inp: ReceiverInput) -> int:
+    """The twin's answer from numpy: the feasible allowed nodes, then :func:`order`'s first."""
+    ok = inp.allowed.astype(bool) & inp.static_ok.astype(bool) & (inp.pod_count < inp.pod_cap)
+    if inp.dims.size:
+        ok &= ((inp.req[inp.dims][None, :] - inp.free[:, inp.dims]) < TOLERANCE).all(axis=1)
+    nodes = np.flatnonzero(ok)
+    left = inp.free[nodes, inp.goal] - inp.req[inp.goal]
+    return next(order(nodes, inp.stays.astype(bool), inp.cost, left, inp.rank), -1)
+
+
+def kernel_in_use() -> bool:
+    """The planner takes its one-pass fast path only with the compiled kernel; otherwise it walks
+    :func:`order` over the mirror's Filter (the loop twin is a specification, far too slow)."""
+    return dispatch.mode(_K) == "kernel"
+
+
+def best_receiver(inp: ReceiverInput) -> int:
+    how = dispatch.mode(_K)
+    if how == "twin":
+        return best_receiver_twin(inp)
+    if how == "vectorised":
+        return best_receiver_vectorised(inp)
+    c = np.ascontiguousarray
+    return int(
+        _K.best_receiver(
+            c(inp.req),
+            c(inp.dims),
+            c(inp.free),
+            c(inp.pod_count),
+            c(inp.pod_cap),
+            c(inp.static_ok),
+            c(inp.allowed),
+            c(inp.stays),
+            c(inp.cost),
+            c(inp.rank),
+            inp.goal,
+            TOLERANCE,
+        )
+    )
+
+
+# -- the planner's receiver state ------------------------------------------------------------------
+
+
+class Receivers:
+    """Per-node receiver state of one planning loop (every array is indexed by node)."""
+
+    def __init__(self, mirror: Mirror, sim: Simulation, goal: int, stays: Bools, cost: F64, rank: I64) -> None:
+        self.mirror, self.sim, self.goal = mirror, sim, goal
+        held = sim.used[:, goal] - sim.releasing[:, goal] + sim.pipelined[:, goal]
+        #: rule 1; a node leaves the set when it is emptied, and only then
+        self.allowed: Bools = held > TOLERANCE
+        #: rule 2: will stay occupied (unmovable pods, out of scope, or receiving in this plan)
+        self.stays = stays
+        #: rule 3: interruption cost of emptying the node first (0 for non-candidates)
+        self.cost = cost
+        self.rank = rank  # node-name rank
+        self.pod_cap = np.ascontiguousarray(mirror.state.node_alloc[:, mirror.predicates.pods_dim])
+        self._static_rows: dict[int, U8] = {}
+
+    def for_subject(self, subj: Subject) -> Iterator[int]:
+        """Feasible receivers for one pod, best first. A pod with node-level constraints only gets
+        its first choice from the Cython kernel in one pass; the full order, and every pod with
+        affinity, spread or ports, comes from the mirror's Filter and :func:`order`."""
+        sim, g, p = self.sim, self.goal, self.mirror.predicates
+        req = float(self.mirror.state.task_req[subj.task, g]) if subj.task is not None else float(subj.req[g])
+        first = -1
+        if kernel_in_use() and not subj.unknown_resources and not p.pod_level(subj):
+            first = best_receiver(
+                ReceiverInput(
+                    subj.req,
+                    p.fit_dims(subj.req),
+                    sim.future_idle(),
+                    sim.pod_count,
+                    self.pod_cap,
+                    self._static_u8(subj),
+                    self.allowed.view(np.uint8),
+                    self.stays.view(np.uint8),
+                    self.cost,
+                    self.rank,
+                    g,
+                )
+            )
+            if first < 0:
+                return
+            yield first
+        # Only allowed receivers with room for the goal resource can pass; check just those.
+        near = np.flatnonzero(self.allowed & (sim.future_idle()[:, g] - req > -TOLERANCE))
+        nodes = p.feasible_nodes(subj, sim, near)
+        for target in order(nodes, self.stays, self.cost, sim.future_idle()[nodes, g] - req, self.rank):
+            if target != first:
+                yield target
+
+    def _static_u8(self, subj: Subject) -> U8:
+        key = subj.profile_index if subj.profile_index is not None else -1
+        row = self._static_rows.get(key)
+        if row is None:
+            static = self.mirror.predicates.static(subj.profile, profile_index=subj.profile_index)
+            row = (static.code == S_OK).astype(np.uint8)
+            if key >= 0:
+                self._static_rows[key] = row
+        return row
+
+    def node_checks_pass(self, subj: Subject) -> bool:
+        """Would some allowed receiver take the pod if pod-level constraints were ignored?"""
+        p, sim = self.mirror.predicates, self.sim
+        fits = kernels.first_insufficient(subj.req, sim.future_idle(), p.fit_dims(subj.req)) < 0
+        room = sim.pod_count < self.mirror.state.node_alloc[:, p.pods_dim]
+        static_ok = p.static(subj.profile, profile_index=subj.profile_index).code == S_OK
+        return p.pod_level(subj) and bool((fits & room & static_ok & self.allowed).any())
