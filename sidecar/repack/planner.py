@@ -27,9 +27,9 @@ import numpy.typing as npt
 
 from sidecar.mirror import kernels
 from sidecar.mirror.core import Mirror
-from sidecar.mirror.predicates import S_OK, Subject
 from sidecar.mirror.selectors import label_selector_matches
 from sidecar.mirror.simulation import Simulation
+from sidecar.mirror.types import S_OK, Subject
 from sidecar.repack.cost import GangState, GroupMoves, initial_deltas, marginal, ranking_scores
 from sidecar.repack.fragmentation import Fragmentation, fragmentation, holding_mask
 from sidecar.repack.spec import RunSpec

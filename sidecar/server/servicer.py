@@ -23,8 +23,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.errors import InputError
 from sidecar.mirror.core import Mirror, Verdict
-from sidecar.mirror.predicates import FilterResult, Subject
 from sidecar.mirror.simulation import Simulation
+from sidecar.mirror.types import FilterResult, Subject
 from sidecar.repack import plan_status
 from sidecar.repack.fragmentation import fragmentation, goal_resources
 from sidecar.repack.status import fragmentation_message
