@@ -51,32 +51,35 @@ def group_reasons(
     nodes: npt.NDArray[np.intp],
 ) -> Groups:
     """Failed positions grouped by their reason list (vectorised: one decode per distinct list).
+
     ``ev`` holds per-position results, ``taint`` the first untolerated taint per position,
-    ``taint_set`` each node's taint-set id and ``nodes`` maps positions to node indices."""
+    ``taint_set`` each node's taint-set id and ``nodes`` maps positions to node indices. The
+    grouping key has one column per shown result, compared row-wise, so no code value can make
+    two different reason lists share a key; groups come in ascending key order.
+    """
     idx = np.flatnonzero(~ev.ok)
     if idx.size == 0:
         return []
     if subj.unknown_resources:
         return [([INSUFFICIENT.format(subj.unknown_resources[0])], idx)]
-    n_taint = int(taint.max()) + 2
     # Only what the reasons show goes into the key: checks after a final failure are dropped.
     res_fail = ev.first_fail[idx] >= 0
     static_fail = ~res_fail & (ev.static_code[idx] != S_OK)
     inter_fail = ~res_fail & ~static_fail & (ev.inter[idx] != P_OK)
-    taint_key = np.where(taint[idx] >= 0, taint_set[nodes[idx]].astype(np.int64) * n_taint + taint[idx] + 1, 0)
-    taint_key = np.where(static_fail, taint_key, 0)
-    key = ev.first_fail[idx].astype(np.int64) + 1
-    parts = (
-        (np.where(res_fail, 0, ev.pod_full[idx]), 2),
-        (np.where(res_fail, 0, ev.static_code[idx]), 4),
-        (np.where(res_fail | static_fail, 0, ev.ports[idx]), 2),
-        (np.where(res_fail | static_fail, 0, ev.inter[idx]), 4),
-        (np.where(res_fail | static_fail | inter_fail, 0, ev.spread[idx]), 3),
-    )
-    for part, size in parts:
-        key = key * size + part.astype(np.int64)
-    key = key * (int(taint_key.max()) + 1) + taint_key
-    uniq, inverse = np.unique(key, return_inverse=True)
+    shown_taint = static_fail & (taint[idx] >= 0)
+    key = np.column_stack(
+        [
+            ev.first_fail[idx].astype(np.int64) + 1,
+            np.where(res_fail, 0, ev.pod_full[idx]),
+            np.where(res_fail, 0, ev.static_code[idx]),
+            np.where(res_fail | static_fail, 0, ev.ports[idx]),
+            np.where(res_fail | static_fail, 0, ev.inter[idx]),
+            np.where(res_fail | static_fail | inter_fail, 0, ev.spread[idx]),
+            np.where(shown_taint, taint_set[nodes[idx]], 0),  # the taint, by (taint set, position)
+            np.where(shown_taint, taint[idx] + 1, 0),
+        ]
+    ).astype(np.int64)
+    uniq, inverse = np.unique(key, axis=0, return_inverse=True)
     groups = []
     for g in range(len(uniq)):
         members = idx[inverse.ravel() == g]
