@@ -53,9 +53,9 @@ def group_reasons(
     """Failed positions grouped by their reason list (vectorised: one decode per distinct list).
 
     ``ev`` holds per-position results, ``taint`` the first untolerated taint per position,
-    ``taint_set`` each node's taint-set id and ``nodes`` maps positions to node indices. The
-    grouping key has one column per shown result, compared row-wise, so no code value can make
-    two different reason lists share a key; groups come in ascending key order.
+    ``taint_set`` each node's taint-set id and ``nodes`` maps positions to node indices.
+    Groups come in ascending order of (first failing resource, pod count, node-only code,
+    ports, inter-pod code, spread code, taint).
     """
     idx = np.flatnonzero(~ev.ok)
     if idx.size == 0:
@@ -67,19 +67,20 @@ def group_reasons(
     static_fail = ~res_fail & (ev.static_code[idx] != S_OK)
     inter_fail = ~res_fail & ~static_fail & (ev.inter[idx] != P_OK)
     shown_taint = static_fail & (taint[idx] >= 0)
-    key = np.column_stack(
-        [
-            ev.first_fail[idx].astype(np.int64) + 1,
-            np.where(res_fail, 0, ev.pod_full[idx]),
-            np.where(res_fail, 0, ev.static_code[idx]),
-            np.where(res_fail | static_fail, 0, ev.ports[idx]),
-            np.where(res_fail | static_fail, 0, ev.inter[idx]),
-            np.where(res_fail | static_fail | inter_fail, 0, ev.spread[idx]),
-            np.where(shown_taint, taint_set[nodes[idx]], 0),  # the taint, by (taint set, position)
-            np.where(shown_taint, taint[idx] + 1, 0),
-        ]
-    ).astype(np.int64)
-    uniq, inverse = np.unique(key, axis=0, return_inverse=True)
+    columns = [
+        ev.first_fail[idx].astype(np.intp) + 1,
+        np.where(res_fail, 0, ev.pod_full[idx]),
+        np.where(res_fail, 0, ev.static_code[idx]),
+        np.where(res_fail | static_fail, 0, ev.ports[idx]),
+        np.where(res_fail | static_fail, 0, ev.inter[idx]),
+        np.where(res_fail | static_fail | inter_fail, 0, ev.spread[idx]),
+        np.where(shown_taint, taint_set[nodes[idx]], 0),  # the taint, by (taint set, position)
+        np.where(shown_taint, taint[idx] + 1, 0),
+    ]
+    # Each column's radix is its own largest value + 1, so distinct rows get distinct keys
+    # (ravel_multi_index refuses a product that would overflow) and keys sort row-wise.
+    key = np.ravel_multi_index(columns, tuple(int(c.max()) + 1 for c in columns))
+    uniq, inverse = np.unique(key, return_inverse=True)
     groups = []
     for g in range(len(uniq)):
         members = idx[inverse.ravel() == g]
