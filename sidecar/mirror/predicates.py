@@ -75,17 +75,11 @@ class Predicates:
         idle_ok[idx] = ev.ok & ev.fits_idle
         result = FilterResult(feasible, idle_ok)
         if explain:
-            result.groups = self._explain(subj, ev, idx)
+            taint = self.static(subj.profile, profile_index=subj.profile_index).taint[idx]
+            taint_set = self.node_checks.taint_sets()[0]
+            groups = group_reasons(self.state, subj, ev, taint, taint_set, idx)
+            result.groups = [(reasons, idx[members]) for reasons, members in groups]
         return result
-
-    def _explain(
-        self, subj: Subject, ev: Evaluation, idx: npt.NDArray[np.intp]
-    ) -> list[tuple[list[str], npt.NDArray[np.intp]]]:
-        taint = self.static(subj.profile, profile_index=subj.profile_index).taint[idx]
-        taint_set = self.node_checks.taint_sets()[0]
-        return [
-            (reasons, idx[members]) for reasons, members in group_reasons(self.state, subj, ev, taint, taint_set, idx)
-        ]
 
     def feasible_nodes(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
         """The nodes of ``nodes`` where ``subj`` passes every check (the planner's hot path)."""
