@@ -25,8 +25,8 @@ import numpy as np
 from bench.common import machine, save
 from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.mirror.core import Mirror
-from sidecar.mirror.predicates import S_OK
 from sidecar.mirror.simulation import Simulation
+from sidecar.mirror.types import S_OK
 from sidecar.repack.planner import Planner
 from sidecar.repack.spec import RunSpec, validate
 from sidecar.scenarios.synth import SynthOptions, synth

@@ -15,10 +15,12 @@ from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
 from sidecar.mirror import kernels
 from sidecar.mirror.conf import SchedulerConf, from_proto
-from sidecar.mirror.predicates import P_OK, S_OK, T_OK, FilterResult, Predicates, Subject, static_key
+from sidecar.mirror.nodechecks import static_key
+from sidecar.mirror.predicates import Predicates
 from sidecar.mirror.scoring import NodeOrder, Scores
 from sidecar.mirror.selectors import NodeLabels, check_tolerations
 from sidecar.mirror.simulation import Simulation, ports_conflict, task_ports
+from sidecar.mirror.types import P_OK, S_OK, T_OK, FilterResult, Subject
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import PODS
 
@@ -231,9 +233,9 @@ class Mirror:
         p = self.predicates
         ok = np.ones(self.state.n_nodes, bool)
         if self.conf.predicate_on("InterPodAffinity"):
-            ok &= p.interpod(subj, sim) == P_OK
+            ok &= p.interpod.filter(subj, sim) == P_OK
         if self.conf.predicate_on("PodTopologySpread"):
-            ok &= p.spread(subj, sim) == T_OK
+            ok &= p.spread.filter(subj, sim) == T_OK
         wanted = task_ports(subj.profile)
         if wanted and self.conf.predicate_on("NodePorts"):
             used = sim.ports()

@@ -26,9 +26,11 @@ import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.mirror.conf import SchedulerConf
-from sidecar.mirror.predicates import Predicates, Subject
+from sidecar.mirror.predicates import Predicates
 from sidecar.mirror.selectors import PREFER_NO_SCHEDULE, label_selector_matches, node_affinity_mask, tolerates
 from sidecar.mirror.simulation import Simulation
+from sidecar.mirror.spread import spread_selector
+from sidecar.mirror.types import Subject
 from sidecar.snapshot.taskstatus import RELEASING
 from sidecar.snapshot.units import BASE_RESOURCES, CPU, MEMORY
 
@@ -227,7 +229,7 @@ class NodeOrder:
                 (
                     wt.term.topology_key,
                     wt.term.label_selector,
-                    p.term_namespaces(wt.term, subj.namespace),
+                    p.index.term_namespaces(wt.term, subj.namespace),
                     float(wt.weight),
                 )
             )
@@ -236,17 +238,17 @@ class NodeOrder:
                 (
                     wt.term.topology_key,
                     wt.term.label_selector,
-                    p.term_namespaces(wt.term, subj.namespace),
+                    p.index.term_namespaces(wt.term, subj.namespace),
                     -float(wt.weight),
                 )
             )
         for key, selector, nss, weight in contributions:
             if not key or weight == 0:
                 continue
-            tasks = p.matching_tasks(selector, nss)
+            tasks = p.index.matching_tasks(selector, nss)
             if subj.task is not None:
                 tasks = tasks[tasks != subj.task]
-            counts = p.domain_counts(key, tasks, sim)
+            counts = p.index.domain_counts(key, tasks, sim)
             codes = p.labels.column(key)[0][nodes]
             raw += np.where(codes >= 0, counts[np.maximum(codes, 0)] * weight, 0.0) if counts.size else 0.0
             touched = True
@@ -261,7 +263,7 @@ class NodeOrder:
             terms += [(x.term, x.weight) for x in eprof.preferred_pod_affinity]
             terms += [(x.term, -x.weight) for x in eprof.preferred_pod_anti_affinity]
             for term, weight in terms:
-                nss = p.term_namespaces(term, owner_ns)
+                nss = p.index.term_namespaces(term, owner_ns)
                 if weight == 0 or not term.topology_key:
                     continue
                 if (nss is None or subj.namespace in nss) and label_selector_matches(term.label_selector, subj.labels):
@@ -298,7 +300,7 @@ class NodeOrder:
             codes = p.labels.column(c.topology_key)[0]
             cand = codes[nodes]
             domains = np.unique(cand[has_all])
-            tasks = p.matching_tasks(p.spread_selector(c, subj.labels), frozenset({subj.namespace}))
+            tasks = p.index.matching_tasks(spread_selector(c, subj.labels), frozenset({subj.namespace}))
             if subj.task is not None:
                 tasks = tasks[tasks != subj.task]
             tasks = tasks[sim.on_node()[tasks] & (sim.status[tasks] != RELEASING)]

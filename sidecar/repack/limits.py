@@ -12,8 +12,9 @@ from collections import Counter
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.mirror.predicates import S_OK, Predicates
+from sidecar.mirror.predicates import Predicates
 from sidecar.mirror.selectors import label_selector_matches
+from sidecar.mirror.types import S_OK
 from sidecar.repack.candidates import BUDGET, PDB, Candidate, CandidateTable
 from sidecar.repack.cost import GangState
 from sidecar.repack.spec import RunSpec

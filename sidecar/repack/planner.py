@@ -27,8 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar.mirror.core import Mirror
-from sidecar.mirror.predicates import Subject
 from sidecar.mirror.simulation import Simulation
+from sidecar.mirror.types import Subject
 from sidecar.repack import candidates
 from sidecar.repack.candidates import CandidateTable, Outcome, Prepared
 from sidecar.repack.cost import GangState, ranking_scores

@@ -29,8 +29,8 @@ import numpy.typing as npt
 from sidecar import dispatch
 from sidecar.mirror import kernels
 from sidecar.mirror.core import Mirror
-from sidecar.mirror.predicates import S_OK, Subject
 from sidecar.mirror.simulation import Simulation
+from sidecar.mirror.types import S_OK, Subject
 from sidecar.snapshot.units import TOLERANCE
 
 F64 = npt.NDArray[np.float64]

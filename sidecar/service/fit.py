@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sidecar.mirror.predicates import FilterResult
+from sidecar.mirror.types import FilterResult
 
 
 def fit_message(result: FilterResult, wanted: int) -> str:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from sidecar.api.v1alpha1 import service_pb2, snapshot_pb2
 from sidecar.errors import InputError
 from sidecar.mirror.core import Mirror
-from sidecar.mirror.predicates import Subject
 from sidecar.mirror.simulation import Simulation
+from sidecar.mirror.types import Subject
 from sidecar.service.deadline import Deadline
 from sidecar.service.errors import NotFound
 from sidecar.service.limits import ServiceLimits

@@ -1,0 +1,120 @@
+"""Checks that read the node and the pod's own constraints only (Volcano's resource dimensions,
+NodeUnschedulable, NodeAffinity, TaintToleration).
+
+Nothing placed on a node changes their answer, so each is computed once per distinct constraint
+set over all nodes (an equivalence class, :func:`static_key`) and reused for the snapshot's life.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.mirror.conf import SchedulerConf
+from sidecar.mirror.selectors import (
+    UNSCHEDULABLE_TAINT,
+    NodeLabels,
+    check_tolerations,
+    first_untolerated,
+    node_affinity_mask,
+    tolerates,
+)
+from sidecar.mirror.types import S_AFFINITY, S_OK, S_TAINT, S_UNSCHEDULABLE, StaticResult
+from sidecar.snapshot.state import ClusterState
+from sidecar.snapshot.units import BASE_RESOURCES, PODS
+
+TaintSets = tuple[npt.NDArray[np.int32], list[tuple[pb.Taint, ...]]]  # node -> set id, the sets
+
+
+def static_key(profile: pb.TaskProfile) -> bytes:
+    """What the node-only checks read of a pod: its equivalence class for them."""
+    return pb.TaskProfile(
+        node_selector=profile.node_selector,
+        required_node_affinity=profile.required_node_affinity,
+        tolerations=profile.tolerations,
+    ).SerializeToString(deterministic=True)
+
+
+class NodeChecks:
+    def __init__(self, state: ClusterState, conf: SchedulerConf, labels: NodeLabels) -> None:
+        self.state = state
+        self.conf = conf
+        self.labels = labels
+        self.pods_dim = state.resource(PODS)
+        self._scalar_dims = np.array(
+            [i for i, name in enumerate(state.resources) if name not in BASE_RESOURCES], np.intp
+        )
+        self._dims: dict[bytes, npt.NDArray[np.intp]] = {}
+        self._static: dict[bytes, StaticResult] = {}
+        self._static_by_profile: dict[int, StaticResult] = {}
+        self._taint_sets: TaintSets | None = None
+
+    def fit_dims(self, req: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
+        """Dimensions LessEqual compares: cpu and memory always, a scalar only when requested."""
+        requested = req[self._scalar_dims] > 0
+        key = requested.tobytes()
+        dims = self._dims.get(key)
+        if dims is None:
+            dims = self._dims[key] = np.concatenate([np.array([0, 1], np.intp), self._scalar_dims[requested]])
+        return dims
+
+    def taint_sets(self) -> TaintSets:
+        """Nodes share few distinct taint lists; tolerations are matched once per list."""
+        if self._taint_sets is None:
+            sets: list[tuple[pb.Taint, ...]] = []
+            index: dict[tuple[tuple[str, str, str], ...], int] = {}
+            ids = np.empty(self.state.n_nodes, np.int32)
+            for i, node in enumerate(self.state.nodes):
+                key = tuple((t.key, t.value, t.effect) for t in node.taints)
+                j = index.get(key)
+                if j is None:
+                    j = index[key] = len(sets)
+                    sets.append(tuple(node.taints))
+                ids[i] = j
+            self._taint_sets = (ids, sets)
+        return self._taint_sets
+
+    def static(
+        self, profile: pb.TaskProfile, path: str = "task.profile", *, profile_index: int | None = None
+    ) -> StaticResult:
+        """NodeUnschedulable, NodeAffinity, TaintToleration over all nodes; cached per constraint
+        set, and per profile row so the planner's repeated questions skip serialising the key."""
+        if profile_index is not None:
+            hit = self._static_by_profile.get(profile_index)
+            if hit is not None:
+                return hit
+        key = static_key(profile)
+        hit = self._static.get(key)
+        if hit is not None:
+            if profile_index is not None:
+                self._static_by_profile[profile_index] = hit
+            return hit
+        n = self.state.n_nodes
+        code = np.zeros(n, np.int8)
+        taint_at = np.full(n, -1, np.int32)
+        check_tolerations(profile.tolerations, f"{path}.tolerations")
+        tolerations = list(profile.tolerations)
+        # NodeUnschedulable (always on in Volcano's predicates plugin)
+        if self.conf.predicates_plugin:
+            if not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations):
+                code[self.state.node_unschedulable] = S_UNSCHEDULABLE
+            if self.conf.predicate_on("NodeAffinity"):
+                miss = (code == S_OK) & ~node_affinity_mask(self.labels, profile, path)
+                code[miss] = S_AFFINITY
+            if self.conf.predicate_on("TaintToleration"):
+                ids, sets = self.taint_sets()
+                first = np.full(len(sets), -1, np.int32)
+                for j, taints in enumerate(sets):
+                    bad = first_untolerated(taints, tolerations)
+                    if bad is not None:
+                        first[j] = next(k for k, t in enumerate(taints) if t is bad or t == bad)
+                per_node = first[ids]
+                hit_taint = (code == S_OK) & (per_node >= 0)
+                code[hit_taint] = S_TAINT
+                taint_at[hit_taint] = per_node[hit_taint]
+        result = StaticResult(code, taint_at)
+        self._static[key] = result
+        if profile_index is not None:
+            self._static_by_profile[profile_index] = result
+        return result

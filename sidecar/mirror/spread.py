@@ -1,0 +1,107 @@
+"""PodTopologySpread Filter over the pod's DoNotSchedule constraints.
+
+Which nodes count and which domains exist depend on the pod's constraints alone, so they are
+cached per constraint set; only the per-domain pod counts are read from the simulation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.errors import InputError
+from sidecar.mirror.nodechecks import NodeChecks
+from sidecar.mirror.podindex import PodIndex
+from sidecar.mirror.selectors import NodeLabels, first_untolerated, label_selector_matches, node_affinity_mask
+from sidecar.mirror.simulation import Simulation
+from sidecar.mirror.types import I8, T_LABEL, T_OK, T_SKEW, Mask, Subject
+from sidecar.snapshot.state import ClusterState
+from sidecar.snapshot.taskstatus import RELEASING
+
+
+def spread_selector(c: pb.TopologySpreadConstraint, labels: Mapping[str, str]) -> pb.LabelSelector:
+    """The constraint's selector narrowed by matchLabelKeys to the pod's own values."""
+    sel = pb.LabelSelector()
+    sel.CopyFrom(c.label_selector)
+    for key in c.match_label_keys:
+        if key in labels:
+            sel.match_expressions.add(key=key, operator="In", values=[labels[key]])
+    return sel
+
+
+class TopologySpread:
+    def __init__(self, state: ClusterState, labels: NodeLabels, index: PodIndex, node_checks: NodeChecks) -> None:
+        self.state = state
+        self.labels = labels
+        self.index = index
+        self.node_checks = node_checks
+        self._static: dict[tuple[bytes, str], tuple[Mask, npt.NDArray[np.int32]]] = {}
+
+    def eligible(self, subj: Subject, constraints: Iterable[pb.TopologySpreadConstraint]) -> Mask:
+        """Nodes whose pods count for spreading: inclusion policies and every topology key present."""
+        cons = list(constraints)
+        eligible = np.ones(self.state.n_nodes, bool)
+        for c in cons:
+            eligible &= self.labels.has(c.topology_key)
+        if any((c.node_affinity_policy or "Honor") == "Honor" for c in cons):
+            eligible &= node_affinity_mask(self.labels, subj.profile)
+        if any((c.node_taints_policy or "Ignore") == "Honor" for c in cons):
+            ids, sets = self.node_checks.taint_sets()
+            ok_set = np.array([first_untolerated(s, list(subj.profile.tolerations)) is None for s in sets], bool)
+            eligible &= ok_set[ids]
+        return eligible
+
+    def _nodes(
+        self, subj: Subject, hard: list[pb.TopologySpreadConstraint], c: pb.TopologySpreadConstraint
+    ) -> tuple[Mask, npt.NDArray[np.int32]]:
+        """(eligible nodes, domains among them) for one constraint: node-only, so cached."""
+        key = (
+            pb.TaskProfile(
+                node_selector=subj.profile.node_selector,
+                required_node_affinity=subj.profile.required_node_affinity,
+                tolerations=subj.profile.tolerations,
+                topology_spread_constraints=hard,
+            ).SerializeToString(deterministic=True),
+            c.topology_key,
+        )
+        hit = self._static.get(key)
+        if hit is None:
+            eligible = self.eligible(subj, hard)
+            codes = self.labels.column(c.topology_key)[0]
+            hit = self._static[key] = (eligible, np.unique(codes[eligible & (codes >= 0)]))
+        return hit
+
+    def filter(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp] | None = None) -> I8:
+        """One T_* code per node of ``nodes`` (default all)."""
+        idx = np.arange(self.state.n_nodes) if nodes is None else nodes
+        code = np.zeros(idx.size, np.int8)
+        hard = [c for c in subj.profile.topology_spread_constraints if c.when_unsatisfiable in ("", "DoNotSchedule")]
+        if not hard:
+            return code
+        eligible, _ = self._nodes(subj, hard, hard[0])
+        for c in hard:
+            if c.max_skew < 1:
+                raise InputError("topology_spread_constraints.max_skew", f"must be >= 1, got {c.max_skew}")
+            sel = spread_selector(c, subj.labels)
+            tasks = self.index.matching_tasks(sel, frozenset({subj.namespace}))
+            if subj.task is not None:
+                tasks = tasks[tasks != subj.task]
+            codes, values, _ = self.labels.column(c.topology_key)
+            tasks = tasks[sim.on_node()[tasks] & (sim.status[tasks] != RELEASING)]
+            tasks = tasks[eligible[sim.node_of[tasks]]]
+            dom_of_task = codes[sim.node_of[tasks]]
+            counts = np.bincount(dom_of_task[dom_of_task >= 0], minlength=len(values))
+            domains = self._nodes(subj, hard, c)[1]
+            min_count = int(counts[domains].min()) if domains.size else 0
+            if c.min_domains > 0 and domains.size < c.min_domains:
+                min_count = 0
+            self_match = 1 if label_selector_matches(sel, subj.labels) else 0
+            sub = codes[idx]
+            missing = sub < 0
+            skew = counts[np.maximum(sub, 0)] + self_match - min_count
+            code[(code == T_OK) & missing] = T_LABEL
+            code[(code == T_OK) & ~missing & (skew > c.max_skew)] = T_SKEW
+        return code

@@ -1,0 +1,85 @@
+"""Vocabulary shared by the predicate modules, so none of them has to import another for it.
+
+Each check reports one small integer code per node rather than a bool, because the fit-error
+wording (:mod:`sidecar.mirror.explain`) depends on which rule failed, not only on whether one did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+
+I8 = npt.NDArray[np.int8]
+Mask = npt.NDArray[np.bool_]
+Namespaces = frozenset[str] | None  # None = every namespace
+
+# Node-only codes (NodeUnschedulable, NodeAffinity, TaintToleration), in Volcano's order.
+S_OK: Final = 0
+S_UNSCHEDULABLE: Final = 1
+S_AFFINITY: Final = 2
+S_TAINT: Final = 3
+# InterPodAffinity codes: existing pods' anti-affinity, then affinity, then anti-affinity.
+P_OK: Final = 0
+P_EXISTING_ANTI: Final = 1
+P_AFFINITY: Final = 2
+P_ANTI: Final = 3
+# PodTopologySpread codes.
+T_OK: Final = 0
+T_SKEW: Final = 1
+T_LABEL: Final = 2
+
+
+@dataclass(frozen=True)
+class Subject:
+    """The task being placed: an existing task of the snapshot or one described inline."""
+
+    name: str
+    namespace: str
+    req: npt.NDArray[np.float64]  # [R] on the state's resource axis, pods = 1
+    profile: pb.TaskProfile
+    task: int | None = None  # index in the state when the task exists there
+    unknown_resources: tuple[str, ...] = ()  # requested but on no node at all
+    profile_index: int | None = None  # the state's profile row, when the profile comes from the state
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        return self.profile.labels
+
+
+@dataclass(frozen=True)
+class StaticResult:
+    code: I8  # [N] S_* codes
+    taint: npt.NDArray[np.int32]  # [N] index of the first untolerated taint on the node, -1 if none
+
+
+@dataclass
+class FilterResult:
+    feasible: Mask  # [N] over all nodes (False outside the requested subset)
+    fits_idle: Mask  # [N] feasible and fits Idle, not only FutureIdle
+    #: infeasible requested nodes grouped by their reason list
+    groups: list[tuple[list[str], npt.NDArray[np.intp]]] = field(default_factory=list)
+
+    def reasons(self) -> dict[int, list[str]]:
+        """node index -> reasons, for the infeasible requested nodes."""
+        return {int(i): reasons for reasons, members in self.groups for i in members}
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Per-position results of every check over a node subset: kept apart from the verdict so
+    the wording can be derived afterwards, only when someone asks for it."""
+
+    ok: Mask
+    fits_idle: Mask
+    first_fail: npt.NDArray[np.int16]  # first insufficient resource, -1 if the request fits
+    pod_full: Mask
+    static_code: I8
+    ports: Mask
+    inter: I8
+    spread: I8
