@@ -1,0 +1,147 @@
+"""The layout tells the architecture: layers import one way, and no module grows into a room of its own.
+
+Every ``import`` in ``sidecar/`` — including imports inside functions, which lazy front doors use
+— is read with ``ast`` and checked against the layer order
+
+    api, base (errors, dispatch, logs) < snapshot < mirror < repack < scenarios | service
+    < server | client | watcher | sandbox < cli < __main__
+
+A module may import its own package and any lower layer, never a higher one or a peer of its
+layer. The sandbox (a Kubernetes API emulator with a simulated Volcano) may use the mirror to
+bind pods like Volcano, and only the CLI's demo may use the sandbox.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "sidecar"
+GENERATED = ROOT / "api" / "v1alpha1"
+
+LAYERS: list[set[str]] = [
+    {"api"},
+    {"errors", "dispatch", "logs"},
+    {"snapshot"},
+    {"mirror"},
+    {"repack"},
+    {"scenarios", "service"},
+    {"server", "client", "watcher", "sandbox"},
+    {"cli"},
+    {"__main__"},
+]
+LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
+#: what the sandbox may use, and who may use it
+SANDBOX_USES = {"api", "errors", "dispatch", "logs", "snapshot", "mirror", "scenarios"}
+SANDBOX_USERS = {"cli", "__main__"}
+#: layers that must stay transport-free (a watcher or an HTTP intake calls them in process)
+NO_GRPC = {"snapshot", "mirror", "repack", "scenarios", "service"}
+MAX_LINES = 400
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in ROOT.rglob("*.py") if GENERATED not in p.parents)
+
+
+def _part(path: Path) -> str:
+    rel = path.relative_to(ROOT)
+    return rel.parts[0].removesuffix(".py")
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), str(path))
+    out: list[tuple[int, str]] = []
+    package = ".".join(("sidecar", *path.relative_to(ROOT).with_suffix("").parts[:-1]))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            out.append((node.lineno, target))
+            if target == "sidecar":  # `from sidecar import dispatch`
+                out += [(node.lineno, f"sidecar.{alias.name}") for alias in node.names]
+    return out
+
+
+def verdict(src: str, target: str) -> str | None:
+    """Why package ``src`` may not import ``target`` (a dotted module name), or None if it may."""
+    top = target.split(".")[0]
+    if top == "grpc" and src in NO_GRPC:
+        return f"the {src} layer stays transport-free"
+    if top != "sidecar" or target == "sidecar":
+        return None
+    dst = target.split(".")[1]
+    if dst == src:
+        return None
+    if dst not in LAYER_OF:
+        return f"{dst} has no layer in tests/test_architecture.py"
+    if src == "sandbox" and dst not in SANDBOX_USES:
+        return f"the sandbox uses only {sorted(SANDBOX_USES)}"
+    if dst == "sandbox" and src not in SANDBOX_USERS:
+        return "only the CLI's demo uses the sandbox"
+    if LAYER_OF[src] <= LAYER_OF[dst]:
+        return f"{src} (layer {LAYER_OF[src]}) may not use {dst} (layer {LAYER_OF[dst]})"
+    return None
+
+
+def _violations() -> list[str]:
+    found: list[str] = []
+    for path in _modules():
+        src = _part(path)
+        if src == "__init__":
+            continue
+        for line, target in _imports(path):
+            why = verdict(src, target)
+            if why is not None:
+                found.append(f"{path.relative_to(ROOT.parent)}:{line} imports {target}: {why}")
+    return found
+
+
+def test_every_package_has_a_layer() -> None:
+    parts = {_part(p) for p in _modules()} - {"__init__"}
+    assert parts <= set(LAYER_OF), sorted(parts - set(LAYER_OF))
+
+
+def test_layers_import_one_way() -> None:
+    assert _violations() == []
+
+
+@pytest.mark.parametrize(
+    ("src", "target", "allowed"),
+    [
+        ("service", "sidecar.repack.planner", True),
+        ("server", "sidecar.service", True),
+        ("snapshot", "sidecar.mirror.core", False),
+        ("mirror", "sidecar.repack.receivers", False),
+        ("service", "sidecar.server.config", False),
+        ("client", "sidecar.server.config", False),
+        ("service", "grpc", False),
+        ("sandbox", "sidecar.mirror.core", True),
+        ("sandbox", "sidecar.service", False),
+        ("watcher", "sidecar.sandbox", False),
+        ("cli", "sidecar.sandbox", True),
+    ],
+)
+def test_the_rule(src: str, target: str, allowed: bool) -> None:
+    assert (verdict(src, target) is None) is allowed
+
+
+def test_the_checker_sees_lazy_and_relative_imports() -> None:
+    """The rule above would pass vacuously if the parser missed imports; make sure it does not."""
+    module = ROOT / "mirror" / "core.py"
+    targets = {t for _, t in _imports(module)}
+    assert "sidecar.snapshot.state" in targets
+    cli = {t for _, t in _imports(ROOT / "cli.py")}
+    assert any(t.startswith("sidecar.service") for t in cli), "the CLI's offline path calls the service"
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_outgrows_its_room(path: Path) -> None:
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(ROOT.parent)} has {lines} lines; split it by concept"
