@@ -1,0 +1,5 @@
+"""Volcano repack sidecar. Packages in layer order (tests/test_architecture.py keeps it):
+
+api (generated contract) < errors, dispatch, logs < snapshot < mirror < repack
+< scenarios | service < server | client < cli.
+"""

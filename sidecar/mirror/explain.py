@@ -80,10 +80,10 @@ def group_reasons(
     # Each column's radix is its own largest value + 1, so distinct rows get distinct keys
     # (ravel_multi_index refuses a product that would overflow) and keys sort row-wise.
     key = np.ravel_multi_index(columns, tuple(int(c.max()) + 1 for c in columns))
-    uniq, inverse = np.unique(key, return_inverse=True)
+    order = np.argsort(key, kind="stable")  # positions stay ascending within a group
+    starts = np.flatnonzero(np.r_[True, key[order][1:] != key[order][:-1]])
     groups = []
-    for g in range(len(uniq)):
-        members = idx[inverse.ravel() == g]
+    for members in np.split(idx[order], starts[1:]):
         groups.append((_reasons_of(state, int(members[0]), ev, taint, nodes), members))
     return groups
 

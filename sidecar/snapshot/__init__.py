@@ -1,0 +1,9 @@
+"""A scheduler session as numpy columns, Volcano's ``api/`` package in our terms.
+
+* ``decode.py``: Snapshot message -> ClusterState, every bad field named (InputError).
+* ``state.py``: ClusterState, the columns every algorithm reads.
+* ``ledger.py``: NodeInfo accounting (Idle, Releasing, Pipelined, FutureIdle); kernel ext/ledger.pyx.
+* ``taskstatus.py``: the TaskStatus flags and the sets rules test, defined once.
+* ``units.py``: Volcano units and the 0.1 comparison tolerance.
+* ``io.py``, ``forms.py``: snapshot and RepackRun files; the two task forms.
+"""
