@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from sidecar.api.v1alpha1 import service_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.mirror.explain import _reasons_of, group_reasons
+from sidecar.mirror.explain import UNRESOLVABLE, UNSCHEDULABLE, _reasons_of, failure_code, group_reasons
 from sidecar.mirror.types import (
     P_AFFINITY,
     P_ANTI,
@@ -27,12 +28,10 @@ from sidecar.mirror.types import (
 from sidecar.snapshot.decode import decode
 
 N_NODES = 12
-TAINTS = [pb.Taint(key=f"k{j}", value=f"v{j}", effect="NoSchedule") for j in range(4)]
 
 
 def _state():  # type: ignore[no-untyped-def]
-    nodes = [node(f"n{i:02d}", taints=TAINTS[: i % 5]) for i in range(N_NODES)]
-    return decode(snapshot(nodes, []))
+    return decode(snapshot([node(f"n{i:02d}") for i in range(N_NODES)], []))
 
 
 STATE = _state()
@@ -41,46 +40,42 @@ N_RES = len(STATE.resources)
 
 @st.composite
 def evaluations(draw):  # type: ignore[no-untyped-def]
-    # positions map to nodes through ``nodes`` (all of them, or a shuffled subset)
-    nodes = np.array(draw(st.permutations(range(N_NODES))), np.intp)[: draw(st.integers(1, N_NODES))]
-    n = nodes.size
+    n = draw(st.integers(1, N_NODES))
 
     def arr(dtype, values):  # type: ignore[no-untyped-def]
         return draw(hnp.arrays(dtype, n, elements=st.sampled_from(values)))
 
-    static = arr(np.int8, [S_OK, 1, 2, S_TAINT])
-    taint_count = np.array([len(STATE.nodes[i].taints) for i in nodes])
-    taint = np.array(
-        [
-            draw(st.integers(0, max(taint_count[i] - 1, 0))) if static[i] == S_TAINT and taint_count[i] else -1
-            for i in range(n)
-        ],
-        np.int32,
-    )
-    static[(static == S_TAINT) & (taint < 0)] = S_OK
     ev = Evaluation(
         ok=arr(np.bool_, [False, False, True]),
         fits_idle=np.zeros(n, bool),
-        first_fail=arr(np.int16, list(range(-1, N_RES))),
+        first_fail=arr(np.int16, list(range(-1, N_RES + 2))),  # N_RES + j: the j-th unknown resource
         pod_full=arr(np.bool_, [False, True]),
-        static_code=static,
+        static_code=arr(np.int8, [S_OK, 1, 2, S_TAINT]),
         ports=arr(np.bool_, [False, True]),
         inter=arr(np.int8, [P_OK, P_EXISTING_ANTI, P_AFFINITY, P_ANTI]),
         spread=arr(np.int8, [T_OK, T_SKEW, T_LABEL]),
     )
-    return ev, taint, nodes
+    return ev
 
 
 @settings(max_examples=300, deadline=None)
 @given(evaluations())
-def test_groups_partition_the_failed_nodes_by_their_own_reasons(case) -> None:  # type: ignore[no-untyped-def]
-    ev, taint, nodes = case
-    taint_set = np.array([len(n.taints) for n in STATE.nodes], np.int32)  # one taint set per count
-    subj = Subject("p", "default", np.zeros(N_RES), pb.TaskProfile())
-    groups = group_reasons(STATE, subj, ev, taint, taint_set, nodes)
+def test_groups_partition_the_failed_nodes_by_their_own_reasons(ev) -> None:  # type: ignore[no-untyped-def]
+    subj = Subject("p", "default", np.zeros(N_RES), pb.TaskProfile(), unknown_resources=("x.io/a", "y.io/b"))
+    groups = group_reasons(STATE, subj, ev)
     seen = np.concatenate([m for _, m in groups]) if groups else np.zeros(0, np.intp)
     assert sorted(seen.tolist()) == np.flatnonzero(~ev.ok).tolist()
+    keys = [tuple(reasons) for reasons, _ in groups]
+    assert len(set(keys)) == len(keys)  # one group per distinct reason list
     for reasons, members in groups:
         assert members.tolist() == sorted(members.tolist())
         for i in members:
-            assert _reasons_of(STATE, int(i), ev, taint, nodes) == reasons
+            assert _reasons_of(STATE, subj, int(i), ev) == reasons
+        # every reason is in the table (a draw may fail a node with no failing check: no reasons)
+        assert failure_code(reasons) in ((UNSCHEDULABLE, UNRESOLVABLE) if reasons else (0,))
+
+
+def test_explain_codes_are_the_contracts_failure_codes() -> None:
+    assert service_pb2.FailureCode.Value("UNSCHEDULABLE") == UNSCHEDULABLE
+    assert service_pb2.FailureCode.Value("UNSCHEDULABLE_AND_UNRESOLVABLE") == UNRESOLVABLE
+    assert service_pb2.FailureCode.Value("FAILURE_CODE_UNSPECIFIED") == 0

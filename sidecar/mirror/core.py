@@ -21,6 +21,7 @@ from sidecar.mirror.scoring import NodeOrder, Scores
 from sidecar.mirror.selectors import NodeLabels, check_tolerations
 from sidecar.mirror.simulation import Simulation, ports_conflict, task_ports
 from sidecar.mirror.types import P_OK, S_OK, T_OK, FilterResult, Subject
+from sidecar.snapshot.decode import validate_profile
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import PODS
 
@@ -95,6 +96,7 @@ class Mirror:
                 unknown.append(name)
         req[self.state.resource(PODS)] = 1.0
         check_tolerations(task.profile.tolerations, f"{path}.profile.tolerations")
+        validate_profile(task.profile, f"{path}.profile")
         return Subject(task.name, task.namespace, req, task.profile, None, tuple(unknown))
 
     def node_indices(self, names: list[str], path: str = "nodes") -> npt.NDArray[np.intp] | None:

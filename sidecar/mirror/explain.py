@@ -1,11 +1,21 @@
-"""Volcano's fit-error wording, and per-node check results turned into grouped reason lists.
+"""Volcano's fit-error wording and status codes, and per-node check results turned into grouped
+reason lists.
 
-The reasons for a node are exactly what Volcano would print: checks after a final failure
-(resources, a node-only check, InterPodAffinity) are not shown. Nodes are grouped by the
-results the wording depends on, so each distinct reason list is built once.
+The reasons for a node are exactly what Volcano would print: checks after a final failure (a
+resource, a node-only check, the pod's own required affinity) are not shown, every other failure
+is recorded and the later checks still run (Volcano ed72c7c8 ``predicates.go``: the loop stops only
+when ``util.ShouldAbort`` — UnschedulableAndUnresolvable or Error). Nodes are grouped by the results
+the wording depends on, so each distinct reason list is built once.
+
+:data:`REASONS` is the one table of wording and status code. A node group's code
+(:func:`failure_code`) is UnschedulableAndUnresolvable when any of its reasons is (Volcano's
+``FitErrors.GetUnschedulableAndUnresolvableNodes``): moving other pods cannot help such a node.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -25,57 +35,85 @@ from sidecar.mirror.types import (
 )
 from sidecar.snapshot.state import ClusterState
 
-INSUFFICIENT = "Insufficient {}"
-POD_NUMBER = "node(s) pod number exceeded"
-UNSCHEDULABLE = "node(s) were unschedulable"
-NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
-TAINT = "node(s) had untolerated taint {{{}: {}}}"
-PORTS = "node(s) didn't have free ports for the requested pod ports"
-EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
-AFFINITY = "node(s) didn't match pod affinity rules"
-ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
-SPREAD = "node(s) didn't match pod topology spread constraints"
-SPREAD_LABEL = SPREAD + " (missing required label)"
+# Status codes, numbered as the contract's FailureCode enum (service.proto).
+UNSPECIFIED: Final = 0
+UNSCHEDULABLE: Final = 1  # api.Unschedulable: other pods moving may free the node
+UNRESOLVABLE: Final = 2  # api.UnschedulableAndUnresolvable: nothing placed elsewhere helps
 
-_INTER = {P_EXISTING_ANTI: EXISTING_ANTI_AFFINITY, P_AFFINITY: AFFINITY, P_ANTI: ANTI_AFFINITY}
+# Wording and code, one row per reason (Volcano ed72c7c8 pkg/scheduler/api/unschedule_info.go and
+# actions/allocate; kubernetes v1.36.1 pkg/scheduler/framework/plugins/*).
+REASONS: Final[dict[str, tuple[str, int]]] = {
+    "insufficient": ("Insufficient {}", UNSCHEDULABLE),  # allocate's resource check
+    "pod_number": ("node(s) pod number exceeded", UNSCHEDULABLE),
+    "unschedulable": ("node(s) were unschedulable", UNRESOLVABLE),  # NodeUnschedulable
+    "node_affinity": ("node(s) didn't match Pod's node affinity/selector", UNRESOLVABLE),
+    # TaintToleration since 1.35 (kubernetes PR #134740): no taint key or value in the message.
+    "taint": ("node(s) had untolerated taint(s)", UNRESOLVABLE),
+    "ports": ("node(s) didn't have free ports for the requested pod ports", UNSCHEDULABLE),
+    "affinity": ("node(s) didn't match pod affinity rules", UNRESOLVABLE),
+    "anti_affinity": ("node(s) didn't match pod anti-affinity rules", UNSCHEDULABLE),
+    "existing_anti_affinity": ("node(s) didn't satisfy existing pods anti-affinity rules", UNSCHEDULABLE),
+    "spread_label": ("node(s) didn't match pod topology spread constraints (missing required label)", UNRESOLVABLE),
+    "spread": ("node(s) didn't match pod topology spread constraints", UNSCHEDULABLE),
+}
+
+INSUFFICIENT = REASONS["insufficient"][0]
+POD_NUMBER = REASONS["pod_number"][0]
+NODE_UNSCHEDULABLE = REASONS["unschedulable"][0]
+NODE_AFFINITY = REASONS["node_affinity"][0]
+TAINT = REASONS["taint"][0]
+PORTS = REASONS["ports"][0]
+AFFINITY = REASONS["affinity"][0]
+ANTI_AFFINITY = REASONS["anti_affinity"][0]
+EXISTING_ANTI_AFFINITY = REASONS["existing_anti_affinity"][0]
+SPREAD_LABEL = REASONS["spread_label"][0]
+SPREAD = REASONS["spread"][0]
+
+_CODE_OF_TEXT = {text: code for text, code in REASONS.values() if "{}" not in text}
+_INSUFFICIENT_PREFIX = INSUFFICIENT.removesuffix("{}")
+_STATIC = {S_UNSCHEDULABLE: NODE_UNSCHEDULABLE, S_AFFINITY: NODE_AFFINITY}
+_INTER = {P_AFFINITY: AFFINITY, P_ANTI: ANTI_AFFINITY, P_EXISTING_ANTI: EXISTING_ANTI_AFFINITY}
 
 Groups = list[tuple[list[str], npt.NDArray[np.intp]]]
 
 
-def group_reasons(
-    state: ClusterState,
-    subj: Subject,
-    ev: Evaluation,
-    taint: npt.NDArray[np.int32],
-    taint_set: npt.NDArray[np.int32],
-    nodes: npt.NDArray[np.intp],
-) -> Groups:
+def reason_code(reason: str) -> int:
+    if reason.startswith(_INSUFFICIENT_PREFIX):
+        return UNSCHEDULABLE
+    return _CODE_OF_TEXT.get(reason, UNSPECIFIED)
+
+
+def failure_code(reasons: Sequence[str]) -> int:
+    """A node's code: UnschedulableAndUnresolvable if any reason is, else Unschedulable."""
+    return max((reason_code(r) for r in reasons), default=UNSPECIFIED)
+
+
+def resource_name(state: ClusterState, subj: Subject, first_fail: int) -> str:
+    n_res = len(state.resources)
+    return state.resources[first_fail] if first_fail < n_res else subj.unknown_resources[first_fail - n_res]
+
+
+def group_reasons(state: ClusterState, subj: Subject, ev: Evaluation) -> Groups:
     """Failed positions grouped by their reason list (vectorised: one decode per distinct list).
 
-    ``ev`` holds per-position results, ``taint`` the first untolerated taint per position,
-    ``taint_set`` each node's taint-set id and ``nodes`` maps positions to node indices.
     Groups come in ascending order of (first failing resource, pod count, node-only code,
-    ports, inter-pod code, spread code, taint).
+    ports, inter-pod code, spread code).
     """
     idx = np.flatnonzero(~ev.ok)
     if idx.size == 0:
         return []
-    if subj.unknown_resources:
-        return [([INSUFFICIENT.format(subj.unknown_resources[0])], idx)]
     # Only what the reasons show goes into the key: checks after a final failure are dropped.
     res_fail = ev.first_fail[idx] >= 0
     static_fail = ~res_fail & (ev.static_code[idx] != S_OK)
-    inter_fail = ~res_fail & ~static_fail & (ev.inter[idx] != P_OK)
-    shown_taint = static_fail & (taint[idx] >= 0)
+    final = res_fail | static_fail
+    affinity_fail = ~final & (ev.inter[idx] == P_AFFINITY)
     columns = [
         ev.first_fail[idx].astype(np.intp) + 1,
         np.where(res_fail, 0, ev.pod_full[idx]),
         np.where(res_fail, 0, ev.static_code[idx]),
-        np.where(res_fail | static_fail, 0, ev.ports[idx]),
-        np.where(res_fail | static_fail, 0, ev.inter[idx]),
-        np.where(res_fail | static_fail | inter_fail, 0, ev.spread[idx]),
-        np.where(shown_taint, taint_set[nodes[idx]], 0),  # the taint, by (taint set, position)
-        np.where(shown_taint, taint[idx] + 1, 0),
+        np.where(final, 0, ev.ports[idx]),
+        np.where(final, 0, ev.inter[idx]),
+        np.where(final | affinity_fail, 0, ev.spread[idx]),
     ]
     # Each column's radix is its own largest value + 1, so distinct rows get distinct keys
     # (ravel_multi_index refuses a product that would overflow) and keys sort row-wise.
@@ -84,31 +122,27 @@ def group_reasons(
     starts = np.flatnonzero(np.r_[True, key[order][1:] != key[order][:-1]])
     groups = []
     for members in np.split(idx[order], starts[1:]):
-        groups.append((_reasons_of(state, int(members[0]), ev, taint, nodes), members))
+        groups.append((_reasons_of(state, subj, int(members[0]), ev), members))
     return groups
 
 
-def _reasons_of(
-    state: ClusterState, i: int, ev: Evaluation, taint: npt.NDArray[np.int32], nodes: npt.NDArray[np.intp]
-) -> list[str]:
+def _reasons_of(state: ClusterState, subj: Subject, i: int, ev: Evaluation) -> list[str]:
+    """Volcano's reason list for position ``i``: allocate's resource check alone, else the
+    predicates in order, stopping after an UnschedulableAndUnresolvable one."""
     if ev.first_fail[i] >= 0:
-        return [INSUFFICIENT.format(state.resources[ev.first_fail[i]])]
+        return [INSUFFICIENT.format(resource_name(state, subj, int(ev.first_fail[i])))]
     reasons = [POD_NUMBER] if ev.pod_full[i] else []
-    sc = ev.static_code[i]
+    sc = int(ev.static_code[i])
     if sc != S_OK:
-        if sc == S_UNSCHEDULABLE:
-            reasons.append(UNSCHEDULABLE)
-        elif sc == S_AFFINITY:
-            reasons.append(NODE_AFFINITY)
-        else:
-            t = state.nodes[int(nodes[i])].taints[taint[i]]
-            reasons.append(TAINT.format(t.key, t.value))
+        reasons.append(_STATIC.get(sc, TAINT))
         return reasons
     if ev.ports[i]:
         reasons.append(PORTS)
-    if ev.inter[i] != P_OK:
-        reasons.append(_INTER[int(ev.inter[i])])
-        return reasons
+    inter = int(ev.inter[i])
+    if inter != P_OK:
+        reasons.append(_INTER[inter])
+        if inter == P_AFFINITY:
+            return reasons
     if ev.spread[i] == T_LABEL:
         reasons.append(SPREAD_LABEL)
     elif ev.spread[i] == T_SKEW:

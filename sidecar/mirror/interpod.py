@@ -1,5 +1,7 @@
-"""InterPodAffinity Filter: existing pods' required anti-affinity toward the pod, then the pod's
-required affinity, then its required anti-affinity; the first failure per node is reported.
+"""InterPodAffinity Filter, in the order of kubernetes v1.36.1
+pkg/scheduler/framework/plugins/interpodaffinity/filtering.go: the pod's own required affinity
+(UnschedulableAndUnresolvable), then its own required anti-affinity, then existing pods' required
+anti-affinity toward it (both Unschedulable). One status per node: the first failure.
 
 Everything here depends on where other pods sit, so nothing is cached beyond what the
 :class:`~sidecar.mirror.podindex.PodIndex` keeps (which pods a term matches).
@@ -45,22 +47,8 @@ class InterPodAffinity:
         idx = np.arange(self.state.n_nodes) if nodes is None else nodes
         n = idx.size
         code = np.zeros(n, np.int8)
-        # 1. Existing pods whose required anti-affinity terms match this pod.
-        targets = index.anti_targets(subj) if index.anti_groups else []
-        if targets:
-            on_node = sim.on_node()
-            for g, key in targets:
-                members = index.anti_groups[g][2]
-                placed = members[on_node[members]]
-                if subj.task is not None:
-                    placed = placed[placed != subj.task]
-                codes = self.labels.column(key)[0]
-                doms = np.unique(codes[sim.node_of[placed]])
-                doms = doms[doms >= 0]
-                if doms.size:
-                    code[(code == P_OK) & np.isin(codes[idx], doms)] = P_EXISTING_ANTI
         prof = subj.profile
-        # 2. Required affinity: all terms satisfied by pods matching every term.
+        # 1. Required affinity: all terms satisfied by pods matching every term.
         if prof.pod_affinity:
             terms = [self._term(t, subj.namespace) for t in prof.pod_affinity]
             match_all = index.matching_tasks(terms[0].selector, terms[0].namespaces)
@@ -85,7 +73,7 @@ class InterPodAffinity:
             else:
                 passed = ok & exists
             code[(code == P_OK) & ~passed] = P_AFFINITY
-        # 3. Required anti-affinity: no matching pod in the node's domain, term by term.
+        # 2. Required anti-affinity: no matching pod in the node's domain, term by term.
         for t in (self._term(x, subj.namespace) for x in prof.pod_anti_affinity):
             tasks = index.matching_tasks(t.selector, t.namespaces)
             if subj.task is not None:
@@ -94,4 +82,18 @@ class InterPodAffinity:
             counts = index.domain_counts(t.key, tasks, sim)
             blocked = (codes >= 0) & (counts[np.maximum(codes, 0)] > 0) if counts.size else np.zeros(n, bool)
             code[(code == P_OK) & blocked] = P_ANTI
+        # 3. Existing pods whose required anti-affinity terms match this pod.
+        targets = index.anti_targets(subj) if index.anti_groups else []
+        if targets:
+            on_node = sim.on_node()
+            for g, key in targets:
+                members = index.anti_groups[g][2]
+                placed = members[on_node[members]]
+                if subj.task is not None:
+                    placed = placed[placed != subj.task]
+                codes = self.labels.column(key)[0]
+                doms = np.unique(codes[sim.node_of[placed]])
+                doms = doms[doms >= 0]
+                if doms.size:
+                    code[(code == P_OK) & np.isin(codes[idx], doms)] = P_EXISTING_ANTI
         return code

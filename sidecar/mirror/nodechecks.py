@@ -92,7 +92,6 @@ class NodeChecks:
             return hit
         n = self.state.n_nodes
         code = np.zeros(n, np.int8)
-        taint_at = np.full(n, -1, np.int32)
         check_tolerations(profile.tolerations, f"{path}.tolerations")
         tolerations = list(profile.tolerations)
         # NodeUnschedulable (always on in Volcano's predicates plugin)
@@ -103,17 +102,11 @@ class NodeChecks:
                 miss = (code == S_OK) & ~node_affinity_mask(self.labels, profile, path)
                 code[miss] = S_AFFINITY
             if self.conf.predicate_on("TaintToleration"):
+                # The message names no taint since Kubernetes 1.35, so only "is there one" counts.
                 ids, sets = self.taint_sets()
-                first = np.full(len(sets), -1, np.int32)
-                for j, taints in enumerate(sets):
-                    bad = first_untolerated(taints, tolerations)
-                    if bad is not None:
-                        first[j] = next(k for k, t in enumerate(taints) if t is bad or t == bad)
-                per_node = first[ids]
-                hit_taint = (code == S_OK) & (per_node >= 0)
-                code[hit_taint] = S_TAINT
-                taint_at[hit_taint] = per_node[hit_taint]
-        result = StaticResult(code, taint_at)
+                untolerated = np.array([first_untolerated(taints, tolerations) is not None for taints in sets], bool)
+                code[(code == S_OK) & untolerated[ids]] = S_TAINT
+        result = StaticResult(code)
         self._static[key] = result
         if profile_index is not None:
             self._static_by_profile[profile_index] = result

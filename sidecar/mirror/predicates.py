@@ -1,13 +1,22 @@
 """Feasibility of one task on every node, in Volcano's order and with its fit-error wording.
 
-Order (allocate action, then the predicates plugin, pkg/scheduler/plugins/predicates):
+Fidelity target: Volcano master ed72c7c8 (v1.16 line) on Kubernetes 1.36.1 scheduler libraries.
 
-1. resource fit: request <= FutureIdle on cpu, memory and every scalar (0.1 tolerance); on
-   failure the only reason is ``Insufficient <first failing resource>`` (cpu, memory, then
-   scalars by name: Volcano's own order is Go map order, the mirror's is fixed);
-2. pod count (``node(s) pod number exceeded``), recorded but not final;
-3. NodeUnschedulable, NodeAffinity, TaintToleration: the first failure ends the check;
-4. NodePorts (recorded), InterPodAffinity (ends the check), PodTopologySpread (recorded).
+Order (allocate action, then the predicates plugin, pkg/scheduler/plugins/predicates/predicates.go):
+
+1. resource fit: request <= FutureIdle on cpu, memory and every scalar the task requests (0.1
+   tolerance); on failure the only reason is ``Insufficient <first failing resource>``, walking
+   cpu, memory, then the task's scalars (a resource no node provides is such a scalar, so it is
+   never named before cpu or memory). Among several failing scalars Volcano's choice is Go map
+   order (random); the mirror's is fixed: by name;
+2. pod count (``node(s) pod number exceeded``, Unschedulable), recorded but not final;
+3. NodeUnschedulable, NodeAffinity, TaintToleration (UnschedulableAndUnresolvable): the first
+   failure ends the check;
+4. NodePorts (Unschedulable, recorded); InterPodAffinity: the pod's own affinity
+   (UnschedulableAndUnresolvable, ends the check), else its own anti-affinity or existing pods'
+   anti-affinity (Unschedulable, recorded); PodTopologySpread (recorded; it is the last check).
+   Volcano stops only on ``util.ShouldAbort`` (UnschedulableAndUnresolvable, Error), so every
+   Unschedulable reason before it is reported, in order.
 
 The rules themselves live in their own modules (see :mod:`sidecar.mirror`); this one only
 decides which run, in which order, and how their results combine.
@@ -75,9 +84,7 @@ class Predicates:
         idle_ok[idx] = ev.ok & ev.fits_idle
         result = FilterResult(feasible, idle_ok)
         if explain:
-            taint = self.static(subj.profile, profile_index=subj.profile_index).taint[idx]
-            taint_set = self.node_checks.taint_sets()[0]
-            groups = group_reasons(self.state, subj, ev, taint, taint_set, idx)
+            groups = group_reasons(self.state, subj, ev)
             result.groups = [(reasons, idx[members]) for reasons, members in groups]
         return result
 
@@ -93,19 +100,21 @@ class Predicates:
         prof = subj.profile
         dims = self.fit_dims(subj.req)
         first_fail = kernels.first_insufficient(subj.req, sim.future_idle()[idx], dims)
-        fits = first_fail < 0
         if subj.unknown_resources:
-            fits[:] = False
+            first_fail = self._name_unknown(first_fail, subj.unknown_resources)
+        fits = first_fail < 0
         idle = kernels.first_insufficient(subj.req, sim.idle()[idx], dims) < 0 if fits_idle else fits
         pod_full = sim.pod_count[idx] >= state.node_alloc[idx, self.pods_dim]
         static_code = self.static(prof, profile_index=subj.profile_index).code[idx]
-        ok = fits & ~pod_full & (static_code == S_OK)
+        reached = fits & (static_code == S_OK)  # where Volcano runs the remaining predicates
+        ok = reached & ~pod_full
         ports = _NO_BOOL if not prof.host_ports else np.zeros(idx.size, bool)
         if prof.host_ports and self.conf.predicate_on("NodePorts"):
             wanted_ports = task_ports(prof)
             if wanted_ports:
                 used = sim.ports()
-                for k in np.flatnonzero(ok):
+                # A full node is reported with its port conflict too (both are Unschedulable).
+                for k in np.flatnonzero(reached if fits_idle else ok):
                     ports[k] = ports_conflict(wanted_ports, used.get(int(idx[k])))
                 ok &= ~ports
         inter = _NO_CODE
@@ -130,3 +139,13 @@ class Predicates:
             inter if inter.size == n else np.zeros(n, np.int8),
             spread if spread.size == n else np.zeros(n, np.int8),
         )
+
+    def _name_unknown(self, first_fail: npt.NDArray[np.int16], unknown: tuple[str, ...]) -> npt.NDArray[np.int16]:
+        """Resources no node provides fail everywhere, as scalars: they are named only where cpu and
+        memory fit and no scalar before them by name fails (``unknown`` is sorted by name)."""
+        names = self.state.resources
+        after = np.array([k >= 2 and name > unknown[0] for k, name in enumerate(names)], bool)
+        take = (first_fail < 0) | after[np.maximum(first_fail, 0)]
+        out = first_fail.copy()
+        out[take] = len(names)  # the first unknown resource (see Evaluation.first_fail)
+        return out

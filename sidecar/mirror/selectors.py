@@ -2,11 +2,30 @@
 
 Node-side checks are vectorised over all nodes through :class:`NodeLabels` (one interned code
 column per label key); pod-side checks work on plain label dicts.
+
+Requirements are parsed as apimachinery v0.36.1 ``labels.NewRequirement`` does (component-helpers
+v0.36.1 ``nodeaffinity``; Kubernetes 1.36.1 scheduler libraries). What the API server already
+rejects (an unknown operator, a ``matchFields`` key other than ``metadata.name``, and the checks of
+:func:`sidecar.snapshot.decode.validate_profile`) is an ``InputError``. What it admits but
+``NewRequirement`` refuses makes the requirement unparsable, and then:
+
+- **node selector terms** (required node affinity; the preferred terms scoring reads too): the
+  whole *term* matches no node (``LazyErrorNodeSelector``: the parse error is kept and the term
+  never matches; other ORed terms still count). That covers a value that is not a valid label
+  value (``NotIn ["a b"]`` too), ``Gt``/``Lt`` with a value that is not an int64 (``"bar"``,
+  ``"1e3"``, ``10^309``), In/NotIn without values, Exists/DoesNotExist with values, an invalid key;
+- **pod label selectors** (affinity terms, spread constraints, PDBs): ``LabelSelectorAsSelector``
+  runs the same ``NewRequirement``; a selector that fails to parse selects no pod (the eviction
+  API and the disruption controller skip such a selector). The API server rejects invalid values
+  there on create, so this only matters for hand-written snapshots;
+- the plain ``nodeSelector`` map goes through ``labels.SelectorFromSet`` (no validation): literal.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +41,45 @@ NO_SCHEDULE = "NoSchedule"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
 NO_EXECUTE = "NoExecute"
 UNSCHEDULABLE_TAINT = pb.Taint(key="node.kubernetes.io/unschedulable", effect=NO_SCHEDULE)
+
+_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_INT64 = re.compile(r"[+-]?[0-9]+")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def valid_label_value(value: str) -> bool:
+    """validation.IsValidLabelValue: empty, or at most 63 alphanumerics, '-', '_', '.' with
+    alphanumeric ends."""
+    return value == "" or (len(value) <= 63 and _NAME.fullmatch(value) is not None)
+
+
+def valid_label_key(key: str) -> bool:
+    """validation.IsQualifiedName: [DNS-subdomain prefix '/'] name (1-63 characters)."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and not (0 < len(prefix) <= 253 and _DNS_SUBDOMAIN.fullmatch(prefix)):
+        return False
+    return 0 < len(name) <= 63 and _NAME.fullmatch(name) is not None
+
+
+def parse_int64(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64): optional sign, decimal digits, within int64; else None."""
+    if _INT64.fullmatch(text) is None:
+        return None
+    value = int(text)
+    return value if _INT64_MIN <= value <= _INT64_MAX else None
+
+
+@lru_cache(maxsize=4096)
+def requirement_parses(key: str, operator: str, values: tuple[str, ...]) -> bool:
+    """Would labels.NewRequirement accept it? (The operator is known: callers check it first.)"""
+    if not valid_label_key(key) or not all(valid_label_value(v) for v in values):
+        return False
+    if operator in ("In", "NotIn"):
+        return len(values) > 0
+    if operator in ("Exists", "DoesNotExist"):
+        return len(values) == 0
+    return len(values) == 1 and parse_int64(values[0]) is not None  # Gt, Lt
 
 
 class NodeLabels:
@@ -61,15 +119,17 @@ class NodeLabels:
         ints = self._ints.get(key)
         if ints is None:
             codes, values, _ = self.column(key)
-            parsed = np.array([np.nan if (x := _parse_int(v)) is None else float(x) for v in values] + [np.nan])
+            parsed = np.array([np.nan if (x := parse_int64(v)) is None else float(x) for v in values] + [np.nan])
             ints = self._ints[key] = parsed[codes]  # code -1 picks the trailing NaN
         return ints
 
-    def requirement(self, req: pb.Requirement, path: str, *, node_ops: bool = True) -> Mask:
-        """Nodes whose labels satisfy one requirement."""
-        allowed = NODE_OPS if node_ops else LABEL_OPS
-        if req.operator not in allowed:
+    def requirement(self, req: pb.Requirement, path: str) -> Mask | None:
+        """Nodes whose labels satisfy one requirement; None when it does not parse (see the
+        module docstring: the term it belongs to then matches nothing)."""
+        if req.operator not in NODE_OPS:
             raise InputError(f"{path}.operator", f'unknown operator "{req.operator}"')
+        if not requirement_parses(req.key, req.operator, tuple(req.values)):
+            return None
         codes, _, index = self.column(req.key)
         if req.operator in ("In", "NotIn"):
             ids = [index[v] for v in req.values if v in index]
@@ -79,29 +139,48 @@ class NodeLabels:
             return codes >= 0
         if req.operator == "DoesNotExist":
             return codes < 0
-        if len(req.values) != 1 or _parse_int(req.values[0]) is None:
-            raise InputError(f"{path}.values", f"{req.operator} needs exactly one integer value")
-        bound = float(int(req.values[0]))
+        bound = int(req.values[0])
         ints = self._int_values(req.key)
         with np.errstate(invalid="ignore"):
-            return ints > bound if req.operator == "Gt" else ints < bound  # NaN (missing/non-integer) -> False
+            # float64 holds every int64 label exactly enough for a strict comparison with an int64
+            # bound only when both are below 2**53; compare as Python ints beyond that.
+            if abs(bound) < 2**53:
+                fb = float(bound)
+                return ints > fb if req.operator == "Gt" else ints < fb  # NaN (missing/non-integer) -> False
+        return self._int_compare(req.key, bound, req.operator == "Gt")
+
+    def _int_compare(self, key: str, bound: int, greater: bool) -> Mask:
+        codes, values, _ = self.column(key)
+        parsed = [parse_int64(v) for v in values]
+        ok = np.array([x is not None and (x > bound if greater else x < bound) for x in parsed] + [False])
+        out: Mask = ok[codes]
+        return out
 
     def selector_term(self, term: pb.NodeSelectorTerm, path: str) -> Mask:
-        """One nodeSelectorTerm: requirements ANDed; an empty term matches nothing (Kubernetes)."""
+        """One nodeSelectorTerm: requirements ANDed; an empty term, or one with a requirement that
+        does not parse, matches nothing (Kubernetes)."""
         if not term.match_expressions and not term.match_fields:
             return np.zeros(len(self), bool)
         out = np.ones(len(self), bool)
         for j, req in enumerate(term.match_expressions):
-            out &= self.requirement(req, f"{path}.match_expressions[{j}]")
+            mask = self.requirement(req, f"{path}.match_expressions[{j}]")
+            if mask is None:
+                return np.zeros(len(self), bool)
+            out &= mask
         for j, req in enumerate(term.match_fields):
-            out &= self._field(req, f"{path}.match_fields[{j}]")
+            mask = self._field(req, f"{path}.match_fields[{j}]")
+            if mask is None:
+                return np.zeros(len(self), bool)
+            out &= mask
         return out
 
-    def _field(self, req: pb.Requirement, path: str) -> Mask:
+    def _field(self, req: pb.Requirement, path: str) -> Mask | None:
         if req.key != "metadata.name":
             raise InputError(f"{path}.key", f'unsupported field "{req.key}" (only metadata.name)')
         if req.operator not in ("In", "NotIn"):
             raise InputError(f"{path}.operator", f'"{req.operator}" is not valid for fields (In, NotIn)')
+        if len(req.values) != 1:
+            return None  # "must have one element": the term matches nothing (the API refuses it)
         inside = np.isin(np.array(self.names, dtype=object), list(req.values))
         return inside if req.operator == "In" else ~inside
 
@@ -111,13 +190,6 @@ class NodeLabels:
             codes, _, index = self.column(key)
             out &= codes == index.get(value, -2)
         return out
-
-
-def _parse_int(text: str) -> int | None:
-    try:
-        return int(text.strip())
-    except ValueError:
-        return None
 
 
 def node_affinity_mask(labels: NodeLabels, profile: pb.TaskProfile, path: str = "profile") -> Mask:
@@ -167,11 +239,16 @@ def check_tolerations(tolerations: Sequence[pb.Toleration], path: str) -> None:
 
 
 def label_selector_matches(selector: pb.LabelSelector, labels: Mapping[str, str], path: str = "selector") -> bool:
-    """metav1.LabelSelector on a pod's labels (an empty selector matches everything)."""
+    """metav1.LabelSelector on a pod's labels (an empty selector matches everything; one that does
+    not parse matches nothing, see the module docstring)."""
     for key, wanted in selector.match_labels.items():
-        if labels.get(key) != wanted:
+        if labels.get(key) != wanted or not requirement_parses(key, "In", (wanted,)):
             return False
     for j, req in enumerate(selector.match_expressions):
+        if req.operator not in LABEL_OPS:
+            raise InputError(f"{path}.match_expressions[{j}].operator", f'unknown operator "{req.operator}"')
+        if not requirement_parses(req.key, req.operator, tuple(req.values)):
+            return False
         key_present = req.key in labels
         value = labels.get(req.key)
         if req.operator == "In":
@@ -180,10 +257,8 @@ def label_selector_matches(selector: pb.LabelSelector, labels: Mapping[str, str]
             have = not key_present or value not in req.values
         elif req.operator == "Exists":
             have = key_present
-        elif req.operator == "DoesNotExist":
-            have = not key_present
         else:
-            raise InputError(f"{path}.match_expressions[{j}].operator", f'unknown operator "{req.operator}"')
+            have = not key_present
         if not have:
             return False
     return True

@@ -1,4 +1,9 @@
-"""PodTopologySpread Filter over the pod's DoNotSchedule constraints.
+"""PodTopologySpread Filter over the pod's DoNotSchedule constraints (kubernetes v1.36.1
+pkg/scheduler/framework/plugins/podtopologyspread/filtering.go).
+
+Constraints are checked in order and the first failing one decides the node: a node without the
+constraint's topology key is UnschedulableAndUnresolvable ("... (missing required label)") — also
+when no node at all has the key — and a skew above maxSkew is Unschedulable.
 
 Which nodes count and which domains exist depend on the pod's constraints alone, so they are
 cached per constraint set; only the per-domain pod counts are read from the simulation.
@@ -83,7 +88,7 @@ class TopologySpread:
             return code
         eligible, _ = self._nodes(subj, hard, hard[0])
         for c in hard:
-            if c.max_skew < 1:
+            if c.max_skew < 1:  # refused when the profile is decoded; kept for hand-built subjects
                 raise InputError("topology_spread_constraints.max_skew", f"must be >= 1, got {c.max_skew}")
             sel = spread_selector(c, subj.labels)
             tasks = self.index.matching_tasks(sel, frozenset({subj.namespace}))
@@ -93,7 +98,8 @@ class TopologySpread:
             tasks = tasks[sim.on_node()[tasks] & (sim.status[tasks] != RELEASING)]
             tasks = tasks[eligible[sim.node_of[tasks]]]
             dom_of_task = codes[sim.node_of[tasks]]
-            counts = np.bincount(dom_of_task[dom_of_task >= 0], minlength=len(values))
+            # At least one slot, so that indexing stays valid when no node has the key at all.
+            counts = np.bincount(dom_of_task[dom_of_task >= 0], minlength=max(len(values), 1))
             domains = self._nodes(subj, hard, c)[1]
             min_count = int(counts[domains].min()) if domains.size else 0
             if c.min_domains > 0 and domains.size < c.min_domains:

@@ -24,11 +24,13 @@ S_OK: Final = 0
 S_UNSCHEDULABLE: Final = 1
 S_AFFINITY: Final = 2
 S_TAINT: Final = 3
-# InterPodAffinity codes: existing pods' anti-affinity, then affinity, then anti-affinity.
+# InterPodAffinity codes, in the order its Filter checks (kubernetes v1.36.1
+# pkg/scheduler/framework/plugins/interpodaffinity/filtering.go): the pod's own required affinity,
+# its own required anti-affinity, then existing pods' required anti-affinity toward it.
 P_OK: Final = 0
-P_EXISTING_ANTI: Final = 1
-P_AFFINITY: Final = 2
-P_ANTI: Final = 3
+P_AFFINITY: Final = 1
+P_ANTI: Final = 2
+P_EXISTING_ANTI: Final = 3
 # PodTopologySpread codes.
 T_OK: Final = 0
 T_SKEW: Final = 1
@@ -55,7 +57,6 @@ class Subject:
 @dataclass(frozen=True)
 class StaticResult:
     code: I8  # [N] S_* codes
-    taint: npt.NDArray[np.int32]  # [N] index of the first untolerated taint on the node, -1 if none
 
 
 @dataclass
@@ -77,7 +78,9 @@ class Evaluation:
 
     ok: Mask
     fits_idle: Mask
-    first_fail: npt.NDArray[np.int16]  # first insufficient resource, -1 if the request fits
+    #: first insufficient resource, -1 if the request fits: an index on the state's resource axis,
+    #: or len(axis) + j for the subject's j-th ``unknown_resources`` entry
+    first_fail: npt.NDArray[np.int16]
     pod_full: Mask
     static_code: I8
     ports: Mask

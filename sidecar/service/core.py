@@ -12,6 +12,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.errors import InputError
 from sidecar.mirror.core import Mirror, Verdict
+from sidecar.mirror.explain import failure_code
 from sidecar.repack.fragmentation import fragmentation, goal_resources
 from sidecar.repack.planner import Planner
 from sidecar.repack.spec import validate
@@ -73,7 +74,7 @@ class RepackService:
             message=fit_message(result, wanted),
         )
         for reasons, members in result.groups:
-            out.failures.add(reasons=reasons, nodes=mirror.names(members))
+            out.failures.add(reasons=reasons, nodes=mirror.names(members), code=failure_code(reasons))
         return out
 
     def prioritize(self, request: service_pb2.PrioritizeRequest, deadline: Deadline) -> service_pb2.PrioritizeResponse:
@@ -87,7 +88,7 @@ class RepackService:
             for plugin, values in scores.plugins.items():
                 entry.plugins[plugin] = float(values[i])
         for reasons, members in verdict.filter.groups:
-            out.failures.add(reasons=reasons, nodes=mirror.names(members))
+            out.failures.add(reasons=reasons, nodes=mirror.names(members), code=failure_code(reasons))
         return out
 
     def open_session(

@@ -5,12 +5,22 @@ from sidecar.api.v1alpha1 import plan_pb2 as _plan_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as _snapshot_pb2
 from sidecar.api.v1alpha1 import spec_pb2 as _spec_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class FailureCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FAILURE_CODE_UNSPECIFIED: _ClassVar[FailureCode]
+    UNSCHEDULABLE: _ClassVar[FailureCode]
+    UNSCHEDULABLE_AND_UNRESOLVABLE: _ClassVar[FailureCode]
+FAILURE_CODE_UNSPECIFIED: FailureCode
+UNSCHEDULABLE: FailureCode
+UNSCHEDULABLE_AND_UNRESOLVABLE: FailureCode
 
 class EvaluateRequest(_message.Message):
     __slots__ = ("snapshot", "session_id", "resources")
@@ -71,12 +81,14 @@ class FilterResponse(_message.Message):
     def __init__(self, feasible_nodes: _Optional[_Iterable[str]] = ..., future_idle_only_nodes: _Optional[_Iterable[str]] = ..., failures: _Optional[_Iterable[_Union[FailureGroup, _Mapping]]] = ..., message: _Optional[str] = ...) -> None: ...
 
 class FailureGroup(_message.Message):
-    __slots__ = ("reasons", "nodes")
+    __slots__ = ("reasons", "nodes", "code")
     REASONS_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
     reasons: _containers.RepeatedScalarFieldContainer[str]
     nodes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, reasons: _Optional[_Iterable[str]] = ..., nodes: _Optional[_Iterable[str]] = ...) -> None: ...
+    code: FailureCode
+    def __init__(self, reasons: _Optional[_Iterable[str]] = ..., nodes: _Optional[_Iterable[str]] = ..., code: _Optional[_Union[FailureCode, str]] = ...) -> None: ...
 
 class PrioritizeRequest(_message.Message):
     __slots__ = ("snapshot", "session_id", "task_uid", "task", "nodes")
