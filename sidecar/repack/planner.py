@@ -174,9 +174,11 @@ class _Run:
             sim.remove(int(t))
         search = _Search(self.mirror, sim, receivers, c.pods)
         if not search.place(0):
+            # Decided while the node is still no receiver (rule 1): it must not count as its own.
+            retry = bool(search.stuck) and any(receivers.node_checks_pass(subj) for subj in search.stuck)
             sim.rollback(mark)
             receivers.allowed[c.node] = was_allowed
-            if search.stuck and any(receivers.node_checks_pass(subj) for subj in search.stuck):
+            if retry:
                 self.table.retry_at[i] = len(self.freed) + 1  # affinity/spread/ports may loosen as the plan grows
             else:
                 self.table.drop_no_receiver(i)
