@@ -33,7 +33,7 @@ from sidecar.repack import candidates
 from sidecar.repack.candidates import CandidateTable, Outcome, Prepared
 from sidecar.repack.cost import GangState, ranking_scores
 from sidecar.repack.fragmentation import Fragmentation, fragmentation
-from sidecar.repack.limits import Budgets, Preflight, count_pdbs
+from sidecar.repack.limits import Budgets, Preflight, count_pdbs, pin_pdb_protected
 from sidecar.repack.receivers import Receivers
 from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
@@ -101,10 +101,12 @@ class Planner:
 
     def prepare(self) -> Prepared:
         """Candidates and the explanation of every other occupied node (candidates.prepare), with
-        the PodDisruptionBudgets covering each candidate's pods."""
+        the PodDisruptionBudgets covering each candidate's pods; a node a PDB forbids emptying is
+        pinned instead (it stays occupied: receiver rule 2)."""
         prep = candidates.prepare(self.state, self.spec, self.goal, self.pg_in_scope, self.node_in_scope)
         if prep.candidates:
             count_pdbs(self.state, prep.candidates)
+            pin_pdb_protected(self.state, prep)
         return prep
 
 
