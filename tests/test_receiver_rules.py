@@ -7,6 +7,30 @@ from plan_cases import GPU, Cluster, explanation, moves, plan
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 
 
+def two_broken_gangs() -> Cluster:
+    """Four 8-card nodes; job-a (minMember 2) holds 4 cards on node-1 and node-2, job-b the same on
+    node-3 and node-4. Any single move takes one gang below MinAvailable."""
+    c = Cluster()
+    for i in range(1, 5):
+        c.node(f"node-{i}")
+    for job, nodes in (("job-a", ("node-1", "node-2")), ("job-b", ("node-3", "node-4"))):
+        c.group(job, min_member=2)
+        for k, n in enumerate(nodes, 1):
+            c.pod(f"{job}-{k}", n, 4, group=job)
+    return c
+
+
+def test_receiver_rule_3_costs_receivers_against_the_plan_so_far() -> None:
+    """Once job-a is broken, its other node is cheap to empty: the planner keeps it for later and
+    fills job-b's nodes instead, so one gang pays for both freed nodes."""
+    status = plan(two_broken_gangs())
+    s = status.plan.summary
+    assert moves(status) == [("job-a-1", "node-1", "node-3"), ("job-a-2", "node-2", "node-4")]
+    assert list(status.plan.freed_nodes) == ["node-1", "node-2"]
+    assert (s.cost.affected_workloads, s.cost.pod_groups_below_min_available) == (1, 1)
+    assert s.cost.affected_cards == 8
+
+
 def pdb_cluster(**pdb: object) -> Cluster:
     """Three 8-card nodes: a-pdb holds 1 card under a PodDisruptionBudget, b-src 1, c-other 4."""
     c = Cluster().node("a-pdb").node("b-src").node("c-other")

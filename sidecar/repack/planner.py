@@ -126,9 +126,8 @@ class _Run:
         rank = np.empty(state.n_nodes, np.int64)  # node-name rank
         rank[np.argsort(np.array(state.node_names, dtype=object), kind="stable")] = np.arange(state.n_nodes)
         self.table = CandidateTable(state, spec, goal, prep.candidates, prep.gang, rank, prep.outcomes)
-        cost = np.zeros(state.n_nodes)
-        cost[self.table.node] = self.table.cost_alone
-        self.receivers = Receivers(planner.mirror, self.sim, goal, prep.pinned.copy(), cost, rank)
+        # rule 3's costs are the table's, kept current by its trial/settle
+        self.receivers = Receivers(planner.mirror, self.sim, goal, prep.pinned.copy(), self.table.node_cost, rank)
         self.budgets = Budgets(state, spec, prep.gang, self.table)
         self.preflight = Preflight(state, planner.mirror.predicates, goal, self.table)
 
@@ -161,7 +160,6 @@ class _Run:
                     scores[~table.alive[live]] = np.inf
             if chosen < 0:
                 break
-            table.recost(chosen, self.gang)
         table.explain_rest()
 
     def _try(self, i: int) -> bool:
@@ -174,8 +172,12 @@ class _Run:
         receivers.allowed[c.node] = False
         for t in c.pods:
             sim.remove(int(t))
+        # Rule 3 on top of this candidate: nodes of the PodGroups it breaks become cheap to empty.
+        trial = self.table.trial(i, self.gang)
         search = _Search(self.mirror, sim, receivers, c.pods)
-        if not search.place(0):
+        placed = search.place(0)
+        self.table.settle(trial, placed)
+        if not placed:
             # Decided while the node is still no receiver (rule 1): it must not count as its own.
             retry = bool(search.stuck) and any(receivers.node_checks_pass(subj) for subj in search.stuck)
             sim.rollback(mark)
