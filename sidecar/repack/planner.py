@@ -35,7 +35,7 @@ from sidecar.repack.cost import GangState, ranking_scores
 from sidecar.repack.fragmentation import Fragmentation, fragmentation
 from sidecar.repack.limits import Budgets, Preflight, count_pdbs, pin_pdb_protected
 from sidecar.repack.receivers import Receivers
-from sidecar.repack.spec import RunSpec
+from sidecar.repack.spec import RunSpec, require_provided_goal
 from sidecar.snapshot.state import ClusterState
 
 #: receiver choices tried per candidate before it is given up (backtracking bound)
@@ -70,11 +70,13 @@ class PlanResult:
 
 class Planner:
     def __init__(self, mirror: Mirror, spec: RunSpec) -> None:
+        """Raises InputError (``spec.goals[0].resource``) when no node provides the goal resource."""
         self.mirror = mirror
         self.state: ClusterState = mirror.state
         self.spec = spec
         state = self.state
-        self.goal = state.resource(spec.resource) if state.has_resource(spec.resource) else -1
+        require_provided_goal(spec, state)
+        self.goal = state.resource(spec.resource)
         self.pg_in_scope = spec.scope.pod_group_mask(state) if state.pod_groups else np.zeros(0, bool)
         self.node_in_scope = spec.scope.node_mask(state)
 
