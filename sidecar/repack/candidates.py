@@ -42,6 +42,16 @@ class Candidate:
     pdbs: Counter[int] = field(default_factory=Counter)  # PodDisruptionBudget -> pods it covers
 
 
+@dataclass(frozen=True)
+class Trial:
+    """The neighbours a try re-costed, their marginal deltas with the tried candidate in the plan
+    ([5, k]) and their costs before."""
+
+    others: list[int]
+    deltas: npt.NDArray[np.float64]
+    old_cost: npt.NDArray[np.float64]
+
+
 @dataclass
 class Outcome:
     node: int
@@ -181,8 +191,11 @@ class CandidateTable:
         self.retry_at = np.zeros(len(cands), np.int64)  # tried again once this many nodes are freed
         # [5, C] marginal cost: dimension-major, so per-dimension min/max are contiguous reductions
         self.delta = initial_deltas(gang, cands)
-        #: [C] interruption cost of emptying each candidate first (receiver rule 3)
-        self.cost_alone: npt.NDArray[np.float64] = np.asarray(spec.weights.as_tuple()) @ self.delta
+        self.weights = np.asarray(spec.weights.as_tuple(), np.float64)
+        #: [N] receiver rule 3: each candidate's weighted marginal cost of emptying it on top of the
+        #: plan so far (during a try, on top of the tried candidate too); 0 for other nodes
+        self.node_cost = np.zeros(state.n_nodes)
+        self.node_cost[self.node] = self.weights @ self.delta
         self.by_group: dict[int, list[int]] = {}  # PodGroup -> candidates moving its pods
         for i, c in enumerate(cands):
             for m in c.groups:
@@ -204,12 +217,38 @@ class CandidateTable:
             return int(tied[0])
         return int(tied[np.argmin(self.tie_rank[live[tied]])])
 
-    def recost(self, chosen: int, gang: GangState) -> None:
-        """Re-cost the live candidates sharing a PodGroup with the one that joined the plan."""
-        for m in self.cands[chosen].groups:
-            for other in self.by_group.get(m.group, ()):
-                if self.alive[other]:
-                    self.delta[:, other] = marginal(gang, self.cands[other].groups)
+    def neighbours(self, i: int) -> list[int]:
+        """The live candidates other than ``i`` sharing a PodGroup with it: the ones whose cost
+        changes when ``i`` joins the plan."""
+        groups = self.cands[i].groups
+        if len(groups) == 1:
+            return [j for j in self.by_group.get(groups[0].group, ()) if j != i and self.alive[j]]
+        seen = {j for m in groups for j in self.by_group.get(m.group, ())}
+        seen.discard(i)
+        return sorted(j for j in seen if self.alive[j])
+
+    def trial(self, i: int, gang: GangState) -> Trial:
+        """Re-cost ``i``'s neighbours as if ``i`` had joined the plan, in ``node_cost`` (what the
+        receivers of ``i``'s pods read, rule 3); :meth:`settle` keeps or undoes it."""
+        others = self.neighbours(i)
+        if not others:
+            return Trial(others, np.zeros((5, 0)), np.zeros(0))
+        with gang.trial(self.cands[i].groups):
+            deltas = np.array([marginal(gang, self.cands[j].groups) for j in others]).T
+        nodes = self.node[others]
+        old = self.node_cost[nodes]
+        self.node_cost[nodes] = self.weights @ deltas
+        return Trial(others, deltas, old)
+
+    def settle(self, trial: Trial, joined: bool) -> None:
+        """The tried candidate joined the plan (its neighbours' trial costs are now their
+        marginal costs) or did not (back to what they were)."""
+        if not trial.others:
+            return
+        if joined:
+            self.delta[:, trial.others] = trial.deltas
+        else:
+            self.node_cost[self.node[trial.others]] = trial.old_cost
 
     def emptied(self, i: int, targets: list[int]) -> None:
         c = self.cands[i]

@@ -10,7 +10,8 @@ resources, target resources moved, pods moved.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -91,6 +92,22 @@ class GangState:
         self._moves[g] += moves
         self._cards[g] += cards
         self.role_moves[g].update(roles)
+
+    @contextmanager
+    def trial(self, groups: list[GroupMoves]) -> Iterator[None]:
+        """Inside the block, :func:`marginal` sees ``groups`` as if they had joined the plan; the
+        state is restored exactly afterwards (the numpy totals are never touched)."""
+        saved = [(m.group, self._moves[m.group], self._cards[m.group], self.role_moves[m.group]) for m in groups]
+        for m in groups:
+            self._moves[m.group] += m.pods
+            self._cards[m.group] += m.cards
+            if m.roles:
+                self.role_moves[m.group] = self.role_moves[m.group] + m.roles
+        try:
+            yield
+        finally:
+            for g, moves, cards, roles in reversed(saved):
+                self._moves[g], self._cards[g], self.role_moves[g] = moves, cards, roles
 
     def totals(self) -> tuple[int, int, float, float, int]:
         touched = np.flatnonzero(self.moves > 0)

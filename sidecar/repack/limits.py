@@ -2,7 +2,8 @@
 
 ``maxPerRun.podGroups`` and ``maxPerRun.resources[goal]`` hold over the whole plan, and so does
 each PodDisruptionBudget's ``disruptionsAllowed`` (a PDB covers the pods of its namespace that
-its selector matches). The plan only grows, so a candidate over a limit is dropped for good.
+its selector matches). The plan only grows, so a candidate over a limit is dropped for good; one
+that a PodDisruptionBudget forbids on its own is no candidate at all (:func:`pin_pdb_protected`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy.typing as npt
 from sidecar.mirror.predicates import Predicates
 from sidecar.mirror.selectors import label_selector_matches
 from sidecar.mirror.types import S_OK
-from sidecar.repack.candidates import BUDGET, PDB, Candidate, CandidateTable
+from sidecar.repack.candidates import BUDGET, PDB, Candidate, CandidateTable, Outcome, Prepared
 from sidecar.repack.cost import GangState
 from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
@@ -23,12 +24,16 @@ from sidecar.snapshot.units import TOLERANCE
 
 
 def count_pdbs(state: ClusterState, candidates: list[Candidate]) -> None:
-    """Fill every candidate's ``pdbs``: how many of its pods each PodDisruptionBudget covers."""
+    """Fill every candidate's ``pdbs``: how many of its pods each PodDisruptionBudget covers.
+
+    policy/v1: a null selector matches no pods; an empty (``{}``) one every pod of the namespace."""
     if not state.pdbs or not candidates:
         return
     tasks = np.concatenate([c.pods for c in candidates])
     pdb_of: dict[int, list[int]] = {}
     for p, pdb in enumerate(state.pdbs):
+        if not pdb.HasField("selector"):
+            continue
         for t in tasks:
             t = int(t)
             if state.namespaces[state.task_namespace[t]] != pdb.namespace:
@@ -38,6 +43,31 @@ def count_pdbs(state: ClusterState, candidates: list[Candidate]) -> None:
     for c in candidates:
         for t in c.pods:
             c.pdbs.update(pdb_of.get(int(t), []))
+
+
+def pin_pdb_protected(state: ClusterState, prep: Prepared) -> None:
+    """Take out of ``prep.candidates`` every node whose emptying a PodDisruptionBudget forbids
+    outright (the node's own covered pods exceed ``disruptionsAllowed``, e.g. it is 0): it can never
+    be emptied, so it stays occupied (receiver rule 2) and is explained as PodDisruptionBudget."""
+    assert prep.candidates is not None
+    kept: list[Candidate] = []
+    for c in prep.candidates:
+        over = next(((p, n) for p, n in sorted(c.pdbs.items()) if n > state.pdbs[p].disruptions_allowed), None)
+        if over is None:
+            kept.append(c)
+            continue
+        p, n = over
+        prep.outcomes[c.node] = Outcome(c.node, False, PDB, _pdb_message(state, p, n))
+        prep.pinned[c.node] = True
+    prep.candidates = kept
+
+
+def _pdb_message(state: ClusterState, p: int, n: int) -> str:
+    pdb = state.pdbs[p]
+    return (
+        f"would evict {n} pods covered by PodDisruptionBudget {pdb.namespace}/{pdb.name} "
+        f"(disruptionsAllowed {pdb.disruptions_allowed})"
+    )
 
 
 class Budgets:
@@ -80,14 +110,8 @@ class Budgets:
     def pdb_ok(self, i: int) -> bool:
         """Would emptying candidate ``i`` keep every PodDisruptionBudget? (If not, it is dropped.)"""
         for p, n in self.table.cands[i].pdbs.items():
-            pdb = self.state.pdbs[p]
-            if self.pdb_used[p] + n > pdb.disruptions_allowed:
-                self.table.drop(
-                    i,
-                    PDB,
-                    f"would evict {self.pdb_used[p] + n} pods covered by PodDisruptionBudget "
-                    f"{pdb.namespace}/{pdb.name} (disruptionsAllowed {pdb.disruptions_allowed})",
-                )
+            if self.pdb_used[p] + n > self.state.pdbs[p].disruptions_allowed:
+                self.table.drop(i, PDB, _pdb_message(self.state, p, self.pdb_used[p] + n))
                 return False
         return True
 

@@ -33,9 +33,9 @@ from sidecar.repack import candidates
 from sidecar.repack.candidates import CandidateTable, Outcome, Prepared
 from sidecar.repack.cost import GangState, ranking_scores
 from sidecar.repack.fragmentation import Fragmentation, fragmentation
-from sidecar.repack.limits import Budgets, Preflight, count_pdbs
+from sidecar.repack.limits import Budgets, Preflight, count_pdbs, pin_pdb_protected
 from sidecar.repack.receivers import Receivers
-from sidecar.repack.spec import RunSpec
+from sidecar.repack.spec import RunSpec, require_provided_goal
 from sidecar.snapshot.state import ClusterState
 
 #: receiver choices tried per candidate before it is given up (backtracking bound)
@@ -70,11 +70,13 @@ class PlanResult:
 
 class Planner:
     def __init__(self, mirror: Mirror, spec: RunSpec) -> None:
+        """Raises InputError (``spec.goals[0].resource``) when no node provides the goal resource."""
         self.mirror = mirror
         self.state: ClusterState = mirror.state
         self.spec = spec
         state = self.state
-        self.goal = state.resource(spec.resource) if state.has_resource(spec.resource) else -1
+        require_provided_goal(spec, state)
+        self.goal = state.resource(spec.resource)
         self.pg_in_scope = spec.scope.pod_group_mask(state) if state.pod_groups else np.zeros(0, bool)
         self.node_in_scope = spec.scope.node_mask(state)
 
@@ -101,10 +103,12 @@ class Planner:
 
     def prepare(self) -> Prepared:
         """Candidates and the explanation of every other occupied node (candidates.prepare), with
-        the PodDisruptionBudgets covering each candidate's pods."""
+        the PodDisruptionBudgets covering each candidate's pods; a node a PDB forbids emptying is
+        pinned instead (it stays occupied: receiver rule 2)."""
         prep = candidates.prepare(self.state, self.spec, self.goal, self.pg_in_scope, self.node_in_scope)
         if prep.candidates:
             count_pdbs(self.state, prep.candidates)
+            pin_pdb_protected(self.state, prep)
         return prep
 
 
@@ -124,9 +128,8 @@ class _Run:
         rank = np.empty(state.n_nodes, np.int64)  # node-name rank
         rank[np.argsort(np.array(state.node_names, dtype=object), kind="stable")] = np.arange(state.n_nodes)
         self.table = CandidateTable(state, spec, goal, prep.candidates, prep.gang, rank, prep.outcomes)
-        cost = np.zeros(state.n_nodes)
-        cost[self.table.node] = self.table.cost_alone
-        self.receivers = Receivers(planner.mirror, self.sim, goal, prep.pinned.copy(), cost, rank)
+        # rule 3's costs are the table's, kept current by its trial/settle
+        self.receivers = Receivers(planner.mirror, self.sim, goal, prep.pinned.copy(), self.table.node_cost, rank)
         self.budgets = Budgets(state, spec, prep.gang, self.table)
         self.preflight = Preflight(state, planner.mirror.predicates, goal, self.table)
 
@@ -159,7 +162,6 @@ class _Run:
                     scores[~table.alive[live]] = np.inf
             if chosen < 0:
                 break
-            table.recost(chosen, self.gang)
         table.explain_rest()
 
     def _try(self, i: int) -> bool:
@@ -172,11 +174,17 @@ class _Run:
         receivers.allowed[c.node] = False
         for t in c.pods:
             sim.remove(int(t))
+        # Rule 3 on top of this candidate: nodes of the PodGroups it breaks become cheap to empty.
+        trial = self.table.trial(i, self.gang)
         search = _Search(self.mirror, sim, receivers, c.pods)
-        if not search.place(0):
+        placed = search.place(0)
+        self.table.settle(trial, placed)
+        if not placed:
+            # Decided while the node is still no receiver (rule 1): it must not count as its own.
+            retry = bool(search.stuck) and any(receivers.node_checks_pass(subj) for subj in search.stuck)
             sim.rollback(mark)
             receivers.allowed[c.node] = was_allowed
-            if search.stuck and any(receivers.node_checks_pass(subj) for subj in search.stuck):
+            if retry:
                 self.table.retry_at[i] = len(self.freed) + 1  # affinity/spread/ports may loosen as the plan grows
             else:
                 self.table.drop_no_receiver(i)

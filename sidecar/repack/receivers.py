@@ -6,10 +6,11 @@ fragment). Rules 2-4 order the feasible allowed receivers by one key, smallest f
 
     (not stays[n], -cost[n], free[n, goal] - req[goal], rank[n])    with cost[n] = 0 where stays[n]
 
-that is: nodes that stay occupied anyway (unmovable pods, out of scope, already receiving) first
-(rule 2); then nodes costlier to empty later (rule 3: a candidate's interruption cost of emptying
-it first; 0 for every other node); then the least goal capacity left after the move (rule 4);
-then node name (``rank``).
+that is: nodes that stay occupied anyway (unmovable pods, out of scope, a PodDisruptionBudget
+forbids emptying them, already receiving) first (rule 2); then nodes costlier to empty later
+(rule 3: a candidate's weighted marginal interruption cost of emptying it on top of the plan so
+far and the candidate being emptied, kept current by the candidate table; 0 for every other node);
+then the least goal capacity left after the move (rule 4); then node name (``rank``).
 
 Three forms of the key, which must agree (tests/test_receivers.py): :func:`best_receiver_twin`,
 the loop that specifies the first choice; :func:`order`, the numpy order the planner walks; and
@@ -158,9 +159,10 @@ class Receivers:
         held = sim.used[:, goal] - sim.releasing[:, goal] + sim.pipelined[:, goal]
         #: rule 1; a node leaves the set when it is emptied, and only then
         self.allowed: Bools = held > TOLERANCE
-        #: rule 2: will stay occupied (unmovable pods, out of scope, or receiving in this plan)
+        #: rule 2: will stay occupied (unmovable pods, out of scope, a PDB, or receiving in this plan)
         self.stays = stays
-        #: rule 3: interruption cost of emptying the node first (0 for non-candidates)
+        #: rule 3: marginal cost of emptying the node on top of the plan so far (0 for
+        #: non-candidates); the candidate table's array, updated in place (CandidateTable.trial)
         self.cost = cost
         self.rank = rank  # node-name rank
         self.pod_cap = np.ascontiguousarray(mirror.state.node_alloc[:, mirror.predicates.pods_dim])

@@ -1,4 +1,6 @@
-"""RepackSpec validation and defaults: bad specs fail with the field named, before any planning."""
+"""RepackSpec validation and defaults: bad specs fail with the field named, before any planning
+(:func:`validate`), and the one rule that needs the snapshot right after it is decoded
+(:func:`require_provided_goal`)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ from dataclasses import dataclass
 
 from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.errors import InputError
+from sidecar.repack.fragmentation import goal_resources
 from sidecar.repack.scope import Scope, resolve_selector_spec
+from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import to_volcano_units
 
 #: The guide's interruption-cost weights, in the order of Weights' fields.
@@ -104,3 +108,10 @@ def validate(spec: spec_pb2.RepackSpec, path: str = "spec") -> RunSpec:
         weights=Weights(*weights),
         scheduler_names=frozenset(spec.planner.scheduler_names) or frozenset({"volcano"}),
     )
+
+
+def require_provided_goal(run: RunSpec, state: ClusterState, path: str = "spec") -> None:
+    """The goal resource must be one some node provides, as Evaluate requires of the resources it
+    is asked for (same wording): otherwise the run names a resource the cluster does not have."""
+    if run.resource not in goal_resources(state):
+        raise InputError(f"{path}.goals[0].resource", f'no node provides scalar resource "{run.resource}"')
