@@ -289,7 +289,7 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
     if n_col and not all(name[:n_col]):
         raise InputError(f"task_columns.name[{name.index('')}]", "missing")
 
-    ledger = build_ledger(t_node, t_status, t_req, alloc)
+    ledger = build_ledger(t_node, t_status, t_req, alloc, resources)
     return ClusterState(
         name=snap.name,
         resources=resources,
