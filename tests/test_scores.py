@@ -47,12 +47,15 @@ def test_resource_plugins_on_an_empty_node() -> None:
     assert s["mostrequested"] == ((1000 * 100 // 32000) + (int(1e9) * 100 // int(256e9))) // 2
     mean = (cpu + mem + gpu) / 3
     std = math.sqrt(((cpu - mean) ** 2 + (mem - mean) ** 2 + (gpu - mean) ** 2) / 3)
-    assert s["balancedresource"] == math.floor((1 - std) * 100)
+    # Kubernetes 1.36 (PR #135573): the change in balance; the empty node scores 100 without the pod
+    assert s["balancedresource"] == 50 + (50 + math.floor((1 - std) * 100) - 100) // 2
     assert s["tainttoleration"] == 300  # no PreferNoSchedule taints anywhere: 100 x weight 3
     assert s["total"] == pytest.approx(sum(v for k, v in s.items() if k != "total"))
 
 
-def test_binpack_counts_used_and_zeroes_an_overflowing_resource() -> None:
+# volcano ed72c7c8 pkg/scheduler/plugins/binpack/binpack.go (BinPackingScore: an overflowing
+# weighted resource makes ResourceBinPackingScore return an error and the node score 0, since v1.8.0)
+def test_binpack_counts_used_and_scores_whole_node_zero_on_overflow() -> None:
     m = mirror(
         [n("a", 8, cpu=10_000, mem=100e9), n("b", 8, cpu=10_000, mem=100e9)],
         [t("x", "a", 6, cpu=5000, mem=50e9)],
@@ -63,8 +66,8 @@ def test_binpack_counts_used_and_zeroes_an_overflowing_resource() -> None:
 
     sim = Simulation(m.state)
     got = m.order.binpack(subj, sim, np.array([0, 1]))
-    # a: gpu 6 + 4 > 8 overflows -> 0 for gpu, weight 2 still counted.
-    assert got[0] == pytest.approx(100 * ((6000 / 10000) * 1 + (60e9 / 100e9) * 1 + 0) / 4)
+    # a: gpu 6 + 4 > 8 overflows -> the whole node scores 0 (v1.7 kept cpu and memory's share)
+    assert got[0] == 0
     assert got[1] == pytest.approx(100 * ((1000 / 10000) + (10e9 / 100e9) + (4000 / 8000) * 2) / 4)
 
 
@@ -80,7 +83,9 @@ def test_least_requested_uses_non_zero_defaults_for_requestless_pods() -> None:
 def test_balanced_two_resources_is_half_the_difference() -> None:
     m = mirror([n("a", 0, cpu=1000, mem=1000)], [t("x", "a", 0, cpu=100, mem=500)])
     s = plugin_scores(m, t("p", cpu=100, mem=100))["a"]
-    assert s["balancedresource"] == math.floor((1 - abs(0.2 - 0.6) / 2) * 100)
+    with_pod = math.floor((1 - abs(0.2 - 0.6) / 2) * 100)
+    without = math.floor((1 - abs(0.1 - 0.5) / 2) * 100)
+    assert s["balancedresource"] == 50 + (50 + with_pod - without) // 2 == 75  # Kubernetes 1.36
 
 
 def test_node_affinity_preferred_weights_are_summed_not_normalised() -> None:

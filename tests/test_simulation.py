@@ -100,3 +100,45 @@ def test_ports_follow_moves() -> None:
     assert m.filter(m.subject_for_task(p1), sim=sim).feasible[m.state.node("a")]
     sim.rollback(0)
     assert not m.filter(m.subject_for_task(p1), sim=sim).feasible[m.state.node("a")]
+
+
+# volcano ed72c7c8 pkg/scheduler/api/node_info.go (AddTask refuses a Binding task that does not
+# fit Idle; the refused task is not in the NodeInfo, so no pod count, port or affinity sees it)
+def test_refused_binding_task_is_not_on_its_node_for_pods_ports_and_affinity() -> None:
+    from mirror_cases import check
+
+    from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+
+    port = [{"port": 8080}]
+    anti = [{"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]
+    tasks = [
+        t("big", "a", cpu=30_000),
+        # Binding, asks 4 cpu with only 2 idle: refused
+        t("late", "a", cpu=4000, status=pb.Task.Binding, labels={"app": "x"}, hostPorts=port),
+    ]
+    m = mirror([n("a", pods=2)], tasks)
+    late = m.state.task_name.index("late")
+    assert m.state.ledger.refused.tolist() == [False, True]
+    assert m.state.ledger.used[0, 0] == 30_000
+    sim = Simulation(m.state)
+    assert not sim.on_node()[late] and sim.pod_count[0] == 1 and not sim.ports()
+    # a pod with the same port, anti-affinity to app=x and a pod slot still fits
+    probe = t("probe", cpu=1000, hostPorts=port, podAntiAffinity=anti)
+    assert check(m, probe) == {"a": []}
+    # the planner may still move it: remove changes nothing on the node, rollback restores it
+    mark = sim.checkpoint()
+    before = _snapshot_of(sim)
+    sim.remove(late)
+    assert sim.node_of[late] == -1 and sim.used[0, 0] == 30_000 and sim.pod_count[0] == 1
+    sim.place(late, 0)
+    assert sim.on_node()[late] and sim.pod_count[0] == 2
+    sim.rollback(mark)
+    assert _snapshot_of(sim) == before and not sim.on_node()[late]
+
+
+def test_a_binding_task_that_fits_idle_is_counted_like_any_other() -> None:
+    from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+
+    m = mirror([n("a")], [t("b", "a", cpu=2000, status=pb.Task.Binding)])
+    assert not m.state.ledger.refused.any()
+    assert Simulation(m.state).pod_count[0] == 1 and m.state.ledger.used[0, 0] == 2000

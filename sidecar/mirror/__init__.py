@@ -13,6 +13,7 @@ Split like the Kubernetes scheduler plugins, so each rule can be read next to it
 - ``explain``: Volcano's fit-error wording and status codes (one table), the grouped reason lists;
 - ``types``: the subject, result types and per-check codes the modules share;
 - ``scoring``: node order (binpack, nodeorder plugins);
+- ``resourcescores``: binpack, LeastAllocated/MostAllocated and BalancedAllocation formulas;
 - ``selectors``: label selectors, node selector terms and tolerations;
 - ``simulation``: tentative moves with exact rollback; also host ports (NodePorts);
 - ``conf``: volcano-scheduler.conf;

@@ -3,10 +3,11 @@
 Summed as Volcano sums its node-order functions (allocate: PrioritizeNodes):
 
 * ``binpack``   100 x binpack.weight x sum_r(w_r x (req_r + used_r) / alloc_r) / sum_r w_r over the
-  resources the task requests that have a weight; a resource that would overflow (or has no
-  capacity) contributes 0 but keeps its weight in the sum (plugins/binpack/binpack.go).
-* ``nodeorder`` per node: leastrequested, mostrequested, balancedresource (Kubernetes'
-  noderesources scorers, integer arithmetic) and nodeaffinity (sum of matching preferred term
+  resources the task requests that have a weight; a resource the node lacks scores 0 but keeps
+  its weight; any overflowing resource scores the whole node 0 (plugins/binpack/binpack.go).
+* ``nodeorder`` per node: leastrequested, mostrequested (on non-zero requests), balancedresource
+  (Kubernetes 1.36's with/without-the-pod formula; these three live in
+  :mod:`sidecar.mirror.resourcescores`) and nodeaffinity (sum of matching preferred term
   weights, not normalised: Volcano's TODO), each times its weight; imagelocality scores 0 (the
   snapshot carries no image data).
 * ``nodeorder`` batch, normalised over the candidate list as Kubernetes does: tainttoleration
@@ -25,19 +26,19 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.mirror import resourcescores as rs
 from sidecar.mirror.conf import SchedulerConf
 from sidecar.mirror.predicates import Predicates
 from sidecar.mirror.selectors import PREFER_NO_SCHEDULE, label_selector_matches, node_affinity_mask, tolerates
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.spread import spread_selector
 from sidecar.mirror.types import Subject
+from sidecar.snapshot.state import nonzero_fallback
 from sidecar.snapshot.taskstatus import RELEASING
-from sidecar.snapshot.units import BASE_RESOURCES, CPU, MEMORY
+from sidecar.snapshot.units import CPU, MEMORY
 
 F64 = npt.NDArray[np.float64]
 MAX_SCORE = 100
-DEFAULT_MILLI_CPU = 100.0  # Kubernetes' non-zero defaults for pods without requests
-DEFAULT_MEMORY = 200.0 * 1024 * 1024
 BALANCED_RESOURCES = (CPU, MEMORY, "nvidia.com/gpu")
 HARD_POD_AFFINITY_WEIGHT = 1
 
@@ -51,11 +52,6 @@ class Scores:
     def ranked(self, names: list[str]) -> list[int]:
         """Positions into ``nodes`` best first; ties by node name."""
         return sorted(range(len(self.nodes)), key=lambda i: (-self.total[i], names[self.nodes[i]]))
-
-
-def _int_div(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """Go's int64 division truncates toward zero; every operand here is non-negative."""
-    return np.where(b > 0, a // np.maximum(b, 1), 0)
 
 
 class NodeOrder:
@@ -73,19 +69,25 @@ class NodeOrder:
         return self._holders
 
     def _nonzero_requested(self, sim: Simulation) -> F64:
-        """Per node (cpu, memory) of Kubernetes' NonZeroRequested: pods without a request count 100m / 200MiB."""
-        state = self.state
+        """Per node (cpu, memory) of Kubernetes' NonZeroRequested: each pod's non-zero request."""
         on = sim.on_node()
-        req = state.task_req[on][:, :2].copy()
-        req[:, 0] = np.where(req[:, 0] > 0, req[:, 0], DEFAULT_MILLI_CPU)
-        req[:, 1] = np.where(req[:, 1] > 0, req[:, 1], DEFAULT_MEMORY)
-        out = np.zeros((state.n_nodes, 2))
-        np.add.at(out, sim.node_of[on], req)
+        out = np.zeros((self.state.n_nodes, 2))
+        np.add.at(out, sim.node_of[on], self.state.task_nonzero[on])
         return out
 
-    def _requested(self, sim: Simulation) -> F64:
-        """Per node Kubernetes Requested (every pod on the node, pipelined included)."""
-        return sim.used + sim.pipelined
+    def _requested(self, sim: Simulation, nodes: npt.NDArray[np.intp]) -> F64:
+        """Per node of ``nodes`` Kubernetes Requested (every pod on the node, pipelined included)."""
+        out: F64 = sim.used[nodes] + sim.pipelined[nodes]
+        return out
+
+    def _pod_nonzero(self, subj: Subject) -> F64:
+        """The subject's non-zero (cpu, memory): the snapshot's for its own tasks, else the
+        fallback from pod-level requests (an inline task carries no per-container data here)."""
+        if subj.task is not None:
+            own: F64 = self.state.task_nonzero[subj.task]
+            return own
+        fallback: F64 = nonzero_fallback(subj.req[:1], subj.req[1:2])[0]
+        return fallback
 
     def score(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp]) -> Scores:
         plugins: dict[str, F64] = {}
@@ -94,25 +96,14 @@ class NodeOrder:
             plugins["binpack"] = self.binpack(subj, sim, nodes)
         if self.conf.nodeorder_plugin:
             w = self.conf.nodeorder
-            alloc = state.node_alloc[nodes]
             if w["leastrequested"] or w["mostrequested"]:
-                nz = self._nonzero_requested(sim)[nodes]
-                pod_nz = np.array(
-                    [
-                        subj.req[0] if subj.req[0] > 0 else DEFAULT_MILLI_CPU,
-                        subj.req[1] if subj.req[1] > 0 else DEFAULT_MEMORY,
-                    ]
+                least, most = rs.fit_scores(
+                    self._nonzero_requested(sim)[nodes], self._pod_nonzero(subj), state.node_alloc[nodes, :2]
                 )
-                cap = np.rint(alloc[:, :2]).astype(np.int64)
-                want = np.rint(nz + pod_nz).astype(np.int64)
                 if w["leastrequested"]:
-                    per = np.where(want > cap, 0, _int_div((cap - want) * MAX_SCORE, cap))
-                    plugins["leastrequested"] = ((per[:, 0] * 50 + per[:, 1] * 50) // 100).astype(float) * w[
-                        "leastrequested"
-                    ]
+                    plugins["leastrequested"] = least * w["leastrequested"]
                 if w["mostrequested"]:
-                    per = _int_div(np.minimum(want, cap) * MAX_SCORE, cap)
-                    plugins["mostrequested"] = ((per[:, 0] + per[:, 1]) // 2).astype(float) * w["mostrequested"]
+                    plugins["mostrequested"] = most * w["mostrequested"]
             if w["balancedresource"]:
                 plugins["balancedresource"] = self.balanced(subj, sim, nodes) * float(w["balancedresource"])
             if w["nodeaffinity"]:
@@ -130,57 +121,23 @@ class NodeOrder:
             total = total + values
         return Scores(nodes, total, plugins)
 
-    # -- binpack ---------------------------------------------------------------------------
-
     def binpack(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp]) -> F64:
-        weights = self.conf.binpack_resources
-        score = np.zeros(len(nodes))
-        weight_sum = 0
-        for r, name in enumerate(self.state.resources):
-            if name == "pods":
-                continue
-            request = subj.req[r]
-            w = weights.get(name)
-            if request == 0 or w is None:
-                continue
-            cap = self.state.node_alloc[nodes, r]
-            final = request + sim.used[nodes, r]
-            ok = (cap > 0) & (final <= cap) & (w != 0)
-            score += np.where(ok, final * w / np.where(cap > 0, cap, 1), 0.0)
-            weight_sum += w
-        if weight_sum > 0:
-            score /= weight_sum
-        return score * MAX_SCORE * self.conf.binpack_weight
-
-    # -- noderesources BalancedAllocation ---------------------------------------------------
+        """Volcano's binpack over ``nodes`` (see :func:`sidecar.mirror.resourcescores.binpack`)."""
+        state, conf = self.state, self.conf
+        return rs.binpack(
+            subj.req,
+            sim.used[nodes],
+            state.node_alloc[nodes],
+            state.resources,
+            conf.binpack_resources,
+            conf.binpack_weight,
+        )
 
     def balanced(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp]) -> F64:
-        requested = self._requested(sim)
-        fractions = []
-        for name in BALANCED_RESOURCES:
-            if not self.state.has_resource(name):
-                continue
-            r = self.state.resource(name)
-            pod = subj.req[r]
-            if name not in BASE_RESOURCES and pod == 0:
-                continue  # an extended resource the pod does not request is left out
-            cap = self.state.node_alloc[nodes, r]
-            frac = np.where(cap > 0, np.minimum((requested[nodes, r] + pod) / np.where(cap > 0, cap, 1), 1.0), np.nan)
-            fractions.append(frac)
-        if not fractions:
-            return np.full(len(nodes), float(MAX_SCORE))
-        f = np.vstack(fractions)  # [k, n], NaN where the node lacks the resource
-        valid = ~np.isnan(f)
-        count = valid.sum(axis=0)
-        cols = np.arange(f.shape[1])
-        first = f[valid.argmax(axis=0), cols]
-        last = f[f.shape[0] - 1 - valid[::-1].argmax(axis=0), cols]
-        mean = np.nansum(f, axis=0) / np.maximum(count, 1)
-        spread = np.sqrt(np.nansum((f - mean) ** 2, axis=0) / np.maximum(count, 1))
-        # Kubernetes: two resources -> |a - b| / 2; more -> population standard deviation.
-        std = np.where(count == 2, np.abs(first - last) / 2, np.where(count > 2, spread, 0.0))
-        out: F64 = np.floor((1 - std) * MAX_SCORE)
-        return out
+        """BalancedAllocation over ``nodes``; 0 everywhere for a best-effort pod (skipped)."""
+        columns = [(name, self.state.resource(name)) for name in BALANCED_RESOURCES if self.state.has_resource(name)]
+        out = rs.balanced(self._requested(sim, nodes), subj.req, self.state.node_alloc[nodes], columns)
+        return np.zeros(len(nodes)) if out is None else out
 
     # -- NodeAffinity preferred terms ---------------------------------------------------------
 
@@ -306,12 +263,14 @@ class NodeOrder:
             tasks = tasks[sim.on_node()[tasks] & (sim.status[tasks] != RELEASING)]
             tasks = tasks[counted_nodes[sim.node_of[tasks]]]
             dom_of_task = codes[sim.node_of[tasks]]
-            counts = np.bincount(dom_of_task[dom_of_task >= 0], minlength=int(codes.max()) + 1 if codes.size else 0)
+            # one slot per domain of the key, at least one: a key no node has has no domains
+            size = max(int(codes.max()) + 1 if codes.size else 0, 1)
+            counts = np.bincount(dom_of_task[dom_of_task >= 0], minlength=size)
             counts_masked = np.zeros_like(counts)
             counts_masked[domains] = counts[domains]  # only domains among the candidates
             weight = math.log(len(domains) + 2)
             raw += np.where(cand >= 0, counts_masked[np.maximum(cand, 0)] * weight + (c.max_skew - 1), 0.0)
-        score = np.rint(raw).astype(np.int64)
+        score = np.floor(raw + 0.5).astype(np.int64)  # math.Round: half away from zero, raw >= 0
         kept = score[has_all]
         if kept.size == 0:
             return np.zeros(len(nodes))

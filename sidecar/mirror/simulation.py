@@ -3,6 +3,12 @@
 Every change records the node rows it touches before touching them, so ``rollback`` restores
 the ledger bit for bit (no float subtraction drift), and a later check sees every earlier
 tentative move. ``version`` changes with every mutation; derived caches key on it.
+
+A Binding task the ledger refused (it did not fit its node's Idle, see
+:mod:`sidecar.snapshot.ledger`) is treated as not on its node, as Volcano's NodeInfo has it: it
+holds no resources, pod slot or host ports there and no affinity or spread rule counts it.
+``node_of`` still names the snapshot's node, so ``remove`` takes it off (changing nothing on the
+node) and ``place`` can put it somewhere else.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ class _Undo:
     task: int
     node_of: int
     status: int
+    on_node: bool
     rows: list[tuple[int, F64, F64, F64, int]]  # node, used, releasing, pipelined rows, pod count
     ports: list[tuple[int, Counter[PortKey]]]
 
@@ -39,7 +46,7 @@ class Simulation:
         self.used = led.used.copy()
         self.releasing = led.releasing.copy()
         self.pipelined = led.pipelined.copy()
-        on_node = (self.node_of >= 0) & ((self.status & TERMINATED_MASK) == 0)
+        on_node = (self.node_of >= 0) & ((self.status & TERMINATED_MASK) == 0) & ~led.refused
         self.pod_count = np.bincount(self.node_of[on_node], minlength=state.n_nodes).astype(np.int64)
         self._ports: dict[int, Counter[PortKey]] | None = None
         self._profile_ports: dict[int, Counter[PortKey]] = {}
@@ -97,6 +104,7 @@ class Simulation:
             task,
             int(self.node_of[task]),
             int(self.status[task]),
+            bool(self._on_node[task]),
             [
                 (n, self.used[n].copy(), self.releasing[n].copy(), self.pipelined[n].copy(), int(self.pod_count[n]))
                 for n in nodes
@@ -113,6 +121,10 @@ class Simulation:
         status = int(self.status[task])
         if node < 0 or status & TERMINATED_MASK:
             raise ValueError(f"task {self.state.task_name[task]} is not on a node")
+        if not self._on_node[task]:  # a refused Binding task: nothing on the node to free
+            self._save(task, [])
+            self.node_of[task] = -1
+            return
         self._save(task, [node])
         req = self.state.task_req[task]
         if status == PIPELINED:
@@ -170,7 +182,7 @@ class Simulation:
                         self._ports.pop(n, None)
             self.node_of[undo.task] = undo.node_of
             self.status[undo.task] = undo.status
-            self._on_node[undo.task] = undo.node_of >= 0 and not undo.status & TERMINATED_MASK
+            self._on_node[undo.task] = undo.on_node
         self.version += 1
 
     def commit(self) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
 from sidecar.snapshot.ledger import build_ledger
-from sidecar.snapshot.state import ClusterState
+from sidecar.snapshot.state import ClusterState, nonzero_fallback
 from sidecar.snapshot.taskstatus import VALID as VALID_STATUS
 from sidecar.snapshot.units import BASE_RESOURCES, PODS
 
@@ -202,6 +202,28 @@ def _raise_duplicate_name(t_ns: np.ndarray, name: list[str], namespaces: list[st
         seen.add(key)
 
 
+def _decode_nonzero(snap: pb.Snapshot, cpu: np.ndarray, memory: np.ndarray, n_col: int) -> np.ndarray:
+    """Task.nonzero_requests / task_columns.nonzero_{cpu,memory}; absent -> nonzero_fallback."""
+    out = nonzero_fallback(cpu, memory)
+    cols = snap.task_columns
+    if len(cols.nonzero_cpu) or len(cols.nonzero_memory):
+        for j, fname in enumerate(("nonzero_cpu", "nonzero_memory")):
+            values = np.array(getattr(cols, fname), np.float64)
+            if len(values) != n_col:
+                raise InputError(f"task_columns.{fname}", f"has {len(values)} entries, expected {n_col} (one per uid)")
+            bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
+            if bad.size:
+                i = int(bad[0])
+                raise InputError(f"task_columns.{fname}[{i}]", f"negative or non-finite quantity {values[i]}")
+            out[:n_col, j] = values
+    for k, task in enumerate(snap.tasks):
+        if task.HasField("nonzero_requests"):
+            nz = task.nonzero_requests
+            out[n_col + k, 0] = _quantity(f"tasks[{k}].nonzero_requests.cpu", nz.cpu)
+            out[n_col + k, 1] = _quantity(f"tasks[{k}].nonzero_requests.memory", nz.memory)
+    return out
+
+
 def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
     """Validate ``snap`` and convert it to columns. Raises InputError on bad input."""
     node_names, node_index, node_alloc = _decode_nodes(snap, limits)
@@ -334,6 +356,7 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
         t_prof[i] = prof_i
 
     t_req[:, res_index[PODS]] = 1.0  # Volcano: every task requests one pod slot.
+    t_nonzero = _decode_nonzero(snap, t_req[:, 0], t_req[:, 1], n_col)
 
     if n_col and not all(uid[:n_col]):
         raise InputError(f"task_columns.uid[{uid.index('')}]", "missing")
@@ -344,7 +367,7 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
     if n_col and not all(name[:n_col]):
         raise InputError(f"task_columns.name[{name.index('')}]", "missing")
 
-    ledger = build_ledger(t_node, t_status, t_req, alloc)
+    ledger = build_ledger(t_node, t_status, t_req, alloc, resources)
     return ClusterState(
         name=snap.name,
         resources=resources,
@@ -361,6 +384,7 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
         task_priority=t_prio,
         task_profile=t_prof,
         task_req=t_req,
+        task_nonzero=t_nonzero,
         task_role=role,
         profiles=profiles,
         namespaces=ns.values,

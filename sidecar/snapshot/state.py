@@ -18,6 +18,17 @@ F64 = npt.NDArray[np.float64]
 I32 = npt.NDArray[np.int32]
 Bool = npt.NDArray[np.bool_]
 
+#: Kubernetes' non-zero defaults (pkg/scheduler/util/pod_resources.go), Volcano units
+DEFAULT_MILLI_CPU = 100.0
+DEFAULT_MEMORY = 200.0 * 1024 * 1024
+
+
+def nonzero_fallback(cpu: F64, memory: F64) -> F64:
+    """[T, 2] non-zero (cpu, memory) from pod-level requests when the snapshot gives none:
+    the default where the pod-level value is 0 (exact for one container without an explicit 0;
+    per-container defaults need ``Task.nonzero_requests``)."""
+    return np.column_stack([np.where(cpu > 0, cpu, DEFAULT_MILLI_CPU), np.where(memory > 0, memory, DEFAULT_MEMORY)])
+
 
 @dataclass(frozen=True)
 class ClusterState:
@@ -40,6 +51,7 @@ class ClusterState:
     task_priority: I32  # [T]
     task_profile: I32  # [T] -> profiles
     task_req: F64  # [T, R] Volcano units, pods column = 1
+    task_nonzero: F64  # [T, 2] Kubernetes' non-zero (cpu, memory) request, see nonzero_fallback
     task_role: list[str]
     profiles: list[pb.TaskProfile]
     namespaces: list[str]

@@ -83,7 +83,7 @@ class Namespace(_message.Message):
     def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ("uid", "namespace", "name", "node", "status", "pod_group", "requests", "priority", "profile", "role")
+    __slots__ = ("uid", "namespace", "name", "node", "status", "pod_group", "requests", "priority", "profile", "role", "nonzero_requests")
     class Status(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         STATUS_UNSPECIFIED: _ClassVar[Task.Status]
@@ -125,6 +125,7 @@ class Task(_message.Message):
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     PROFILE_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
+    NONZERO_REQUESTS_FIELD_NUMBER: _ClassVar[int]
     uid: str
     namespace: str
     name: str
@@ -135,7 +136,16 @@ class Task(_message.Message):
     priority: int
     profile: TaskProfile
     role: str
-    def __init__(self, uid: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., node: _Optional[str] = ..., status: _Optional[_Union[Task.Status, str]] = ..., pod_group: _Optional[str] = ..., requests: _Optional[_Mapping[str, float]] = ..., priority: _Optional[int] = ..., profile: _Optional[_Union[TaskProfile, _Mapping]] = ..., role: _Optional[str] = ...) -> None: ...
+    nonzero_requests: NonZeroRequests
+    def __init__(self, uid: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., node: _Optional[str] = ..., status: _Optional[_Union[Task.Status, str]] = ..., pod_group: _Optional[str] = ..., requests: _Optional[_Mapping[str, float]] = ..., priority: _Optional[int] = ..., profile: _Optional[_Union[TaskProfile, _Mapping]] = ..., role: _Optional[str] = ..., nonzero_requests: _Optional[_Union[NonZeroRequests, _Mapping]] = ...) -> None: ...
+
+class NonZeroRequests(_message.Message):
+    __slots__ = ("cpu", "memory")
+    CPU_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    cpu: float
+    memory: float
+    def __init__(self, cpu: _Optional[float] = ..., memory: _Optional[float] = ...) -> None: ...
 
 class TaskProfile(_message.Message):
     __slots__ = ("labels", "scheduler_name", "owner_kind", "node_selector", "required_node_affinity", "preferred_node_affinity", "tolerations", "host_ports", "pod_affinity", "preferred_pod_affinity", "pod_anti_affinity", "preferred_pod_anti_affinity", "topology_spread_constraints")
@@ -285,7 +295,7 @@ class TopologySpreadConstraint(_message.Message):
     def __init__(self, max_skew: _Optional[int] = ..., topology_key: _Optional[str] = ..., when_unsatisfiable: _Optional[str] = ..., label_selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., min_domains: _Optional[int] = ..., node_affinity_policy: _Optional[str] = ..., node_taints_policy: _Optional[str] = ..., match_label_keys: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TaskColumns(_message.Message):
-    __slots__ = ("uid", "name", "namespace", "node", "status", "pod_group", "priority", "profile", "requests", "role")
+    __slots__ = ("uid", "name", "namespace", "node", "status", "pod_group", "priority", "profile", "requests", "role", "nonzero_cpu", "nonzero_memory")
     UID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
@@ -296,6 +306,8 @@ class TaskColumns(_message.Message):
     PROFILE_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
+    NONZERO_CPU_FIELD_NUMBER: _ClassVar[int]
+    NONZERO_MEMORY_FIELD_NUMBER: _ClassVar[int]
     uid: _containers.RepeatedScalarFieldContainer[str]
     name: _containers.RepeatedScalarFieldContainer[str]
     namespace: _containers.RepeatedScalarFieldContainer[int]
@@ -306,7 +318,9 @@ class TaskColumns(_message.Message):
     profile: _containers.RepeatedScalarFieldContainer[int]
     requests: _containers.RepeatedCompositeFieldContainer[ResourceColumn]
     role: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, uid: _Optional[_Iterable[str]] = ..., name: _Optional[_Iterable[str]] = ..., namespace: _Optional[_Iterable[int]] = ..., node: _Optional[_Iterable[int]] = ..., status: _Optional[_Iterable[_Union[Task.Status, str]]] = ..., pod_group: _Optional[_Iterable[int]] = ..., priority: _Optional[_Iterable[int]] = ..., profile: _Optional[_Iterable[int]] = ..., requests: _Optional[_Iterable[_Union[ResourceColumn, _Mapping]]] = ..., role: _Optional[_Iterable[str]] = ...) -> None: ...
+    nonzero_cpu: _containers.RepeatedScalarFieldContainer[float]
+    nonzero_memory: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, uid: _Optional[_Iterable[str]] = ..., name: _Optional[_Iterable[str]] = ..., namespace: _Optional[_Iterable[int]] = ..., node: _Optional[_Iterable[int]] = ..., status: _Optional[_Iterable[_Union[Task.Status, str]]] = ..., pod_group: _Optional[_Iterable[int]] = ..., priority: _Optional[_Iterable[int]] = ..., profile: _Optional[_Iterable[int]] = ..., requests: _Optional[_Iterable[_Union[ResourceColumn, _Mapping]]] = ..., role: _Optional[_Iterable[str]] = ..., nonzero_cpu: _Optional[_Iterable[float]] = ..., nonzero_memory: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class ResourceColumn(_message.Message):
     __slots__ = ("resource", "values")

@@ -1,0 +1,199 @@
+"""Node order against upstream: each test names the upstream behaviour and the file it follows."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from mirror_cases import mirror, n, t
+from test_scores import GPU_CONF, plugin_scores
+
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.errors import InputError
+from sidecar.mirror.core import Mirror
+from sidecar.mirror.simulation import Simulation
+from sidecar.scenarios.synth import SynthOptions, synth
+from sidecar.snapshot.decode import decode
+from sidecar.snapshot.state import DEFAULT_MEMORY, DEFAULT_MILLI_CPU
+
+MIB = 1024 * 1024
+
+
+def _soft(key: str, app: str = "web") -> dict[str, object]:
+    return {
+        "maxSkew": 1,
+        "topologyKey": key,
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"app": app}},
+    }
+
+
+# -- 1b PodTopologySpread scoring ----------------------------------------------------------------
+# kubernetes v1.35.4 (carried to 1.36.1) pkg/scheduler/framework/plugins/podtopologyspread/scoring.go:
+# initPreScoreState puts nodes missing a constraint's key in IgnoredNodes (and does not count
+# their pods); Score gives them 0; NormalizeScore sets them to 0.
+
+
+def test_pod_topology_spread_scores_every_node_zero_when_no_node_has_the_key() -> None:
+    m = mirror([n("a"), n("b")], [t("w0", "a", labels={"app": "web"})])
+    s = plugin_scores(m, t("w1", labels={"app": "web"}, topologySpreadConstraints=[_soft("rack")]))
+    assert [s[x]["podtopologyspread"] for x in ("a", "b")] == [0, 0]
+
+
+def test_pod_topology_spread_ignores_nodes_missing_any_constraint_key() -> None:
+    nodes = [
+        n("a1", labels={"zone": "a", "rack": "r1"}),
+        n("b1", labels={"zone": "b", "rack": "r2"}),
+        n("a2", labels={"zone": "a"}),  # no rack: ignored, and its pod is not counted
+        n("none"),
+    ]
+    tasks = [t("w0", "a1", labels={"app": "web"}), t("w1", "a2", labels={"app": "web"})]
+    pod = t("w2", labels={"app": "web"}, topologySpreadConstraints=[_soft("zone"), _soft("rack")])
+    s = plugin_scores(mirror(nodes, tasks), pod)
+    raw_a1 = round(1 * math.log(2 + 2) + 1 * math.log(2 + 2))  # zone a: w0 only; rack r1: w0
+    assert raw_a1 == 3
+    weight = 2  # podtopologyspread.weight
+    assert s["a1"]["podtopologyspread"] == weight * (100 * (raw_a1 + 0 - raw_a1) // raw_a1)
+    assert s["b1"]["podtopologyspread"] == weight * 100
+    assert (s["a2"]["podtopologyspread"], s["none"]["podtopologyspread"]) == (0, 0)
+
+
+def test_pod_topology_spread_with_one_constraint_key_on_no_node_scores_every_node_zero() -> None:
+    nodes = [n("a1", labels={"zone": "a"}), n("b1", labels={"zone": "b"})]
+    pod = t("w1", labels={"app": "web"}, topologySpreadConstraints=[_soft("zone"), _soft("rack")])
+    s = plugin_scores(mirror(nodes, [t("w0", "a1", labels={"app": "web"})]), pod)
+    assert [s[x]["podtopologyspread"] for x in ("a1", "b1")] == [0, 0]
+
+
+# -- 2 binpack ---------------------------------------------------------------------------------
+# volcano ed72c7c8 pkg/scheduler/plugins/binpack/binpack.go (BinPackingScore, ResourceBinPackingScore)
+
+
+def _binpack(m: Mirror, pod: pb.Task) -> list[float]:
+    subj = m.subject_from_message(pod)
+    return m.order.binpack(subj, Simulation(m.state), np.arange(m.state.n_nodes)).tolist()
+
+
+def test_binpack_scores_whole_node_zero_when_any_weighted_resource_overflows() -> None:
+    # cpu overflows on "a" (gpu fits): the whole node is 0, not just cpu's share
+    m = mirror([n("a", 8, cpu=2000), n("b", 8, cpu=4000)], [t("x", "a", 0, cpu=1500, mem=0)], GPU_CONF)
+    got = _binpack(m, t("p", cards=2, cpu=1000, mem=1e9))
+    assert got[0] == 0
+    assert got[1] == pytest.approx(100 * (1000 / 4000 + 1e9 / 256e9 + 2 * 2000 / 8000) / 4)
+
+
+def test_binpack_resource_the_node_lacks_scores_zero_but_keeps_its_weight() -> None:
+    m = mirror([n("cpu-only", 0, cpu=4000, mem=4e9)], [], GPU_CONF)
+    (got,) = _binpack(m, t("p", cards=1, cpu=1000, mem=1e9))
+    assert got == pytest.approx(100 * (1000 / 4000 + 1e9 / 4e9 + 0) / (1 + 1 + 2))
+
+
+def test_binpack_used_includes_releasing_not_pipelined() -> None:
+    tasks = [
+        t("leaving", "a", 4, cpu=0, mem=0, status=pb.Task.Releasing),
+        t("coming", "a", 4, cpu=0, mem=0, status=pb.Task.Pipelined),
+    ]
+    m = mirror([n("a", 8, cpu=4000, mem=4e9)], tasks, GPU_CONF)
+    (got,) = _binpack(m, t("p", cards=4, cpu=1000, mem=1e9))
+    # gpu: used 4 (Releasing) + 4 = 8 <= 8 fits; counting Pipelined would overflow
+    assert got == pytest.approx(100 * (1000 / 4000 + 1e9 / 4e9 + 2 * 8000 / 8000) / 4)
+
+
+# -- 4 BalancedAllocation ------------------------------------------------------------------------
+# kubernetes 1.36.1 pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go (PR #135573:
+# 50 + (50 + with - without) / 2; PR #130260: best-effort pods skipped), resource_allocation.go
+
+
+def test_balanced_allocation_skips_a_best_effort_pod() -> None:
+    m = mirror([n("a", cpu=1000, mem=1000), n("b", cpu=1000, mem=1000)], [t("x", "a", cpu=900, mem=0)])
+    s = plugin_scores(m, t("p", cpu=0, mem=0))
+    assert (s["a"]["balancedresource"], s["b"]["balancedresource"]) == (0, 0)
+
+
+def test_balanced_allocation_scores_the_change_in_balance_with_the_pod() -> None:
+    # the PR's example: a memory-only pod onto an empty 3000m / 5000 node: with 50, without 100 -> 50
+    m = mirror([n("empty", 0, cpu=3000, mem=5000)], [])
+    assert plugin_scores(m, t("p", cpu=0, mem=5000))["empty"]["balancedresource"] == 50
+    # the reverse: a node full on cpu (50) made whole by a memory pod (100) -> 100
+    m = mirror([n("cpu-full", 0, cpu=3000, mem=5000)], [t("x", "cpu-full", cpu=3000, mem=0)])
+    assert plugin_scores(m, t("p", cpu=0, mem=5000))["cpu-full"]["balancedresource"] == 100
+    # no change in balance -> 75
+    m = mirror([n("same", 0, cpu=1000, mem=1000)], [])
+    assert plugin_scores(m, t("p", cpu=100, mem=100))["same"]["balancedresource"] == 75
+
+
+def test_balanced_allocation_uses_raw_requests_without_non_zero_defaults() -> None:
+    # the node's pod requests no memory: raw 0 (not 200Mi); the pod asks cpu only
+    m = mirror([n("a", 0, cpu=1000, mem=1000 * MIB)], [t("x", "a", cpu=500, mem=0)])
+    got = plugin_scores(m, t("p", cpu=250, mem=0))["a"]["balancedresource"]
+    with_pod = math.floor((1 - abs(0.75 - 0.0) / 2) * 100)
+    without = math.floor((1 - abs(0.5 - 0.0) / 2) * 100)
+    assert got == 50 + (50 + with_pod - without) // 2
+
+
+def test_balanced_allocation_skips_unrequested_extended_and_zero_allocatable_resources() -> None:
+    # gpu on the node but not requested: two resources (cpu, memory) -> |f0 - f1| / 2
+    m = mirror([n("gpu", 8, cpu=1000, mem=1000)], [])
+    assert (
+        plugin_scores(m, t("p", cpu=400, mem=200))["gpu"]["balancedresource"]
+        == 50 + (50 + math.floor((1 - 0.1) * 100) - 100) // 2
+    )
+    # gpu requested on a node with gpu: three fractions, population std
+    got = plugin_scores(m, t("q", cards=4, cpu=400, mem=200))["gpu"]["balancedresource"]
+    f = [0.4, 0.2, 0.5]
+    mean = sum(f) / 3
+    std = math.sqrt(sum((x - mean) ** 2 for x in f) / 3)
+    assert got == 50 + (50 + math.floor((1 - std) * 100) - 100) // 2
+    # memory allocatable 0 on the node: cpu alone -> std 0 both ways -> 75
+    m = mirror([n("no-mem", 0, cpu=1000, mem=0)], [])
+    assert plugin_scores(m, t("p", cpu=400, mem=0))["no-mem"]["balancedresource"] == 75
+
+
+# -- 10 non-zero requests --------------------------------------------------------------------------
+# kubernetes 1.36.1 pkg/scheduler/util/pod_resources.go (100m / 200Mi), framework/types.go
+# (NodeInfo.NonZeroRequested), noderesources/resource_allocation.go (!useRequested -> defaults);
+# component-helpers v0.36.1 resource/helpers.go (per container, init containers too, explicit 0 kept)
+
+
+def test_least_allocated_uses_the_snapshots_per_container_non_zero_requests() -> None:
+    # x: two containers without cpu request + a memory request of 0 explicitly -> 200m / 0
+    x = t("x", "a", cpu=0, mem=0)
+    x.nonzero_requests.cpu, x.nonzero_requests.memory = 200, 0
+    # p: pending, one container with cpu 100 and memory explicitly 0 -> 100m / 0
+    p = t("p", cpu=100, mem=0, status=pb.Task.Pending)
+    p.nonzero_requests.cpu, p.nonzero_requests.memory = 100, 0
+    m = mirror([n("a", 0, cpu=1000, mem=1e9)], [x, p])
+    verdict = m.prioritize(m.subject_for_task(m.state.task_name.index("p")))
+    assert verdict.scores is not None
+    got = verdict.scores.plugins["leastrequested"][0]
+    assert got == ((1000 - 300) * 100 // 1000 * 50 + 100 * 50) // 100
+
+
+def test_non_zero_requests_fall_back_to_pod_level_requests_with_defaults() -> None:
+    m = mirror([n("a")], [t("x", "a", cpu=0, mem=5e8), t("y", "a", cpu=300, mem=0)])
+    np.testing.assert_array_equal(m.state.task_nonzero, [[DEFAULT_MILLI_CPU, 5e8], [300, DEFAULT_MEMORY]])
+
+
+def test_most_allocated_node_side_sums_each_pods_non_zero_request() -> None:
+    x = t("x", "a", cpu=0, mem=0)
+    x.nonzero_requests.cpu, x.nonzero_requests.memory = 300, 400 * MIB
+    m = mirror([n("a", 0, cpu=1000, mem=1000 * MIB)], [x], GPU_CONF)
+    got = plugin_scores(m, t("p", cpu=100, mem=100 * MIB))["a"]["mostrequested"]
+    assert got == ((400 * 100 // 1000) + (500 * 100 // 1000)) // 2
+
+
+def test_non_zero_request_columns_decode_and_are_validated() -> None:
+    snap = synth(SynthOptions(nodes=4, fill=0.5, seed=3))
+    k = len(snap.task_columns.uid)
+    snap.task_columns.nonzero_cpu.extend([float(i) for i in range(k)])
+    snap.task_columns.nonzero_memory.extend([0.0] * k)
+    state = decode(snap)
+    np.testing.assert_array_equal(state.task_nonzero[:k, 0], np.arange(k))
+    assert not state.task_nonzero[:k, 1].any()
+    snap.task_columns.nonzero_memory.pop()
+    with pytest.raises(InputError, match=r"task_columns\.nonzero_memory: has"):
+        decode(snap)
+    snap.task_columns.nonzero_memory.append(-1.0)
+    with pytest.raises(InputError, match=r"task_columns\.nonzero_memory\[\d+\]"):
+        decode(snap)
