@@ -197,3 +197,50 @@ def test_non_zero_request_columns_decode_and_are_validated() -> None:
     snap.task_columns.nonzero_memory.append(-1.0)
     with pytest.raises(InputError, match=r"task_columns\.nonzero_memory\[\d+\]"):
         decode(snap)
+
+
+def test_an_inline_task_brings_its_own_non_zero_requests() -> None:
+    """Filter/Prioritize with a task described inline score it with its Task.nonzero_requests."""
+    m = mirror([n("a", 0, cpu=1000, mem=1e9)], [])
+    bare = t("p", cpu=0, mem=0, status=pb.Task.Pending)
+    given = t("p", cpu=0, mem=0, status=pb.Task.Pending)
+    given.nonzero_requests.cpu, given.nonzero_requests.memory = 500, 0
+    scores = {}
+    for name, task in (("bare", bare), ("given", given)):
+        verdict = m.prioritize(m.subject_from_message(task))
+        assert verdict.scores is not None
+        scores[name] = verdict.scores.plugins["leastrequested"][0]
+    assert scores["given"] == ((1000 - 500) * 100 // 1000 * 50 + 100 * 50) // 100
+    assert scores["bare"] != scores["given"]
+    given.nonzero_requests.cpu = -1
+    with pytest.raises(InputError, match=r"task\.nonzero_requests\.cpu"):
+        m.subject_from_message(given)
+
+
+def test_rows_form_keeps_the_non_zero_request_columns() -> None:
+    from sidecar.snapshot.forms import to_rows
+
+    snap = synth(SynthOptions(nodes=4, fill=0.5, seed=3))
+    k = len(snap.task_columns.uid)
+    snap.task_columns.nonzero_cpu.extend([100.0 + i for i in range(k)])
+    snap.task_columns.nonzero_memory.extend([7.0 * i for i in range(k)])
+    np.testing.assert_array_equal(decode(to_rows(snap)).task_nonzero, decode(snap).task_nonzero)
+
+
+def test_a_refused_binding_task_does_not_occupy_its_node_for_fragmentation() -> None:
+    """NodeInfo.AddTask refuses a Binding task that does not fit Idle: the node holds nothing of it,
+    so it is not occupied and the planner has nothing to move off it."""
+    from sidecar.repack.fragmentation import fragmentation, holding_mask
+
+    nodes = [n("a", 8), n("b", 8)]
+    tasks = [
+        t("cpu-hog", "a", cpu=32_000),  # takes all of a's cpu, no cards
+        t("late", "b", cards=4),
+        t("bind", "a", cards=4, status=pb.Task.Binding),  # no cpu left on a: refused
+    ]
+    state = mirror(nodes, tasks).state
+    bind = state.task_name.index("bind")
+    assert state.ledger.refused[bind]
+    assert not holding_mask(state)[bind]
+    frag = fragmentation(state, "nvidia.com/gpu")
+    assert (frag.occupied_nodes, frag.min_occupied_nodes) == (1, 1)

@@ -97,7 +97,15 @@ class Mirror:
         req[self.state.resource(PODS)] = 1.0
         check_tolerations(task.profile.tolerations, f"{path}.profile.tolerations")
         validate_profile(task.profile, f"{path}.profile")
-        return Subject(task.name, task.namespace, req, task.profile, None, tuple(unknown))
+        nonzero = None
+        if task.HasField("nonzero_requests"):
+            nz = task.nonzero_requests
+            for name in ("cpu", "memory"):
+                value = getattr(nz, name)
+                if not np.isfinite(value) or value < 0:
+                    raise InputError(f"{path}.nonzero_requests.{name}", f"negative or non-finite quantity {value}")
+            nonzero = np.array([nz.cpu, nz.memory])
+        return Subject(task.name, task.namespace, req, task.profile, None, tuple(unknown), nonzero=nonzero)
 
     def node_indices(self, names: list[str], path: str = "nodes") -> npt.NDArray[np.intp] | None:
         if not names:

@@ -82,10 +82,12 @@ class NodeOrder:
 
     def _pod_nonzero(self, subj: Subject) -> F64:
         """The subject's non-zero (cpu, memory): the snapshot's for its own tasks, else the
-        fallback from pod-level requests (an inline task carries no per-container data here)."""
+        fallback from pod-level requests."""
         if subj.task is not None:
             own: F64 = self.state.task_nonzero[subj.task]
             return own
+        if subj.nonzero is not None:
+            return subj.nonzero
         fallback: F64 = nonzero_fallback(subj.req[:1], subj.req[1:2])[0]
         return fallback
 

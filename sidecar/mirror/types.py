@@ -48,6 +48,7 @@ class Subject:
     task: int | None = None  # index in the state when the task exists there
     unknown_resources: tuple[str, ...] = ()  # requested but on no node at all
     profile_index: int | None = None  # the state's profile row, when the profile comes from the state
+    nonzero: npt.NDArray[np.float64] | None = None  # inline task's Task.nonzero_requests (cpu, memory)
 
     @property
     def labels(self) -> Mapping[str, str]:

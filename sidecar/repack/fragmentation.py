@@ -136,10 +136,15 @@ def min_occupied_nodes(capacities: I64, sizes: I64) -> MinOccupied:
 
 
 def holding_mask(state: ClusterState) -> npt.NDArray[np.bool_]:
-    """Tasks that hold their node's resources and stay: placed, not terminated, not pipelined, not releasing."""
+    """Tasks that hold their node's resources and stay: placed, not terminated, not pipelined, not
+    releasing, and not a Binding task the node's ledger refused (NodeInfo.AddTask counts it nowhere)."""
     st = state.task_status
     mask: npt.NDArray[np.bool_] = (
-        (state.task_node >= 0) & ((st & TERMINATED_MASK) == 0) & (st != PIPELINED) & (st != RELEASING)
+        (state.task_node >= 0)
+        & ((st & TERMINATED_MASK) == 0)
+        & (st != PIPELINED)
+        & (st != RELEASING)
+        & ~state.ledger.refused
     )
     return mask
 

@@ -27,6 +27,9 @@ def to_rows(snap: pb.Snapshot) -> pb.Snapshot:
             role=roles[i] if roles is not None else "",
         )
         task.profile.CopyFrom(snap.profiles[c.profile[i]])
+        if len(c.nonzero_cpu):
+            task.nonzero_requests.cpu = c.nonzero_cpu[i]
+            task.nonzero_requests.memory = c.nonzero_memory[i]
         for col in c.requests:
             if col.values[i]:
                 task.requests[col.resource] = col.values[i]
