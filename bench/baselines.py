@@ -23,6 +23,7 @@ from sidecar.repack.fragmentation import holding_mask
 from sidecar.repack.planner import Planner
 from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
+from sidecar.snapshot.taskstatus import RELEASING
 
 TOL = 0.1
 
@@ -37,14 +38,15 @@ class Proposal:
 @dataclass
 class Outcome:
     method: str
-    freed: int
+    freed: int  # net: nodes emptied minus idle nodes the moves lit up (occupied nodes saved)
     cards_moved: float
     pods_moved: int
     below_min_available: int
     infeasible_moves: int
     stranded_pods: int
     seconds: float
-    freed_nodes: list[int] = field(default_factory=list)
+    freed_nodes: list[int] = field(default_factory=list)  # emptied, before subtracting lit nodes
+    lit: int = 0  # nodes that held none of the goal resource before and hold some after
     node_of: npt.NDArray[np.int32] | None = None
 
 
@@ -215,20 +217,23 @@ def measure(state: ClusterState, run: RunSpec, proposal: Proposal) -> Outcome:
     sim.commit()
     holds = holding_mask(state) & (state.task_req[:, g] > TOL)
     before = np.bincount(state.task_node[holds], weights=state.task_req[holds, g], minlength=state.n_nodes)
-    after_mask = sim.on_node() & (state.task_req[:, g] > TOL) & (sim.status != 64)
+    after_mask = sim.on_node() & (state.task_req[:, g] > TOL) & (sim.status != RELEASING)
     after = np.bincount(sim.node_of[after_mask], weights=state.task_req[after_mask, g], minlength=state.n_nodes)
+    # A move onto an idle node saves nothing: count what the occupied-node total lost.
     freed = np.flatnonzero((before > TOL) & (after <= TOL)).tolist()
+    lit = int(((before <= TOL) & (after > TOL)).sum())
     gang = GangState.build(state, g, holding_mask(state))
     below = sum(1 for pg, n in moved.items() if pg >= 0 and n > gang.safe(pg))
     return Outcome(
         proposal.method,
-        len(freed),
+        len(freed) - lit,
         cards / 1000.0,
         sum(moved.values()),
         below,
         infeasible,
         stranded,
         proposal.seconds,
-        freed,
-        sim.node_of.copy(),
+        freed_nodes=freed,
+        node_of=sim.node_of.copy(),
+        lit=lit,
     )

@@ -60,3 +60,25 @@ def test_baselines_and_judge_on_a_small_cluster() -> None:
     from sidecar.repack.planner import Planner
 
     assert ours.freed == len(Planner(Mirror(state), run).plan().freed)
+
+
+def test_the_judge_counts_freed_nodes_net_of_idle_nodes_lit() -> None:
+    """Moving a node's only pod onto an idle node empties one node and lights another: no gain."""
+    from builders import node, snapshot, task
+
+    from bench import baselines as B
+    from sidecar.api.v1alpha1 import spec_pb2
+    from sidecar.repack.spec import validate
+    from sidecar.snapshot.decode import decode
+
+    snap = snapshot(
+        [node("a"), node("b"), node("c")],
+        [task("x", "a", 2), task("y", "b", 2)],
+    )
+    state = decode(snap)
+    run = validate(spec_pb2.RepackSpec(mode=1, goals=[spec_pb2.RepackGoal(resource="nvidia.com/gpu")]))
+    x, c, b = state.task_name.index("x"), state.node("c"), state.node("b")
+    to_idle = B.measure(state, run, B.Proposal("to idle", [(x, c)]))
+    assert (to_idle.freed, to_idle.lit, len(to_idle.freed_nodes)) == (0, 1, 1)
+    to_busy = B.measure(state, run, B.Proposal("to busy", [(x, b)]))
+    assert (to_busy.freed, to_busy.lit) == (1, 0)
