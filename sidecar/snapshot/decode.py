@@ -134,6 +134,16 @@ def validate_profile(profile: pb.TaskProfile, path: str) -> None:
     A required node affinity with zero terms ("must have at least one node selector term") cannot
     be stated in this contract: an empty ``required_node_affinity`` means none.
     """
+    if not (
+        profile.required_node_affinity
+        or profile.preferred_node_affinity
+        or profile.pod_affinity
+        or profile.pod_anti_affinity
+        or profile.preferred_pod_affinity
+        or profile.preferred_pod_anti_affinity
+        or profile.topology_spread_constraints
+    ):
+        return  # most profiles carry none of what is checked
     terms = [(f"{path}.required_node_affinity[{i}]", t) for i, t in enumerate(profile.required_node_affinity)]
     terms += [
         (f"{path}.preferred_node_affinity[{i}].preference", t.preference)
