@@ -21,9 +21,9 @@ from sidecar.mirror.scoring import NodeOrder, Scores
 from sidecar.mirror.selectors import NodeLabels, check_tolerations
 from sidecar.mirror.simulation import Simulation, ports_conflict, task_ports
 from sidecar.mirror.types import P_OK, S_OK, T_OK, FilterResult, Subject
-from sidecar.snapshot.decode import validate_profile
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import PODS
+from sidecar.snapshot.validation import validate_profile
 
 
 @dataclass(frozen=True)

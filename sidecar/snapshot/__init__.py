@@ -1,6 +1,7 @@
 """A scheduler session as numpy columns, Volcano's ``api/`` package in our terms.
 
 * ``decode.py``: Snapshot message -> ClusterState, every bad field named (InputError).
+* ``validation.py``: what the API server would refuse in a pod's constraints (InputError).
 * ``state.py``: ClusterState, the columns every algorithm reads.
 * ``ledger.py``: NodeInfo accounting (Idle, Releasing, Pipelined, FutureIdle); kernel ext/ledger.pyx.
 * ``taskstatus.py``: the TaskStatus flags and the sets rules test, defined once.
