@@ -55,7 +55,7 @@ def _entry(t: ResourceType) -> list[dict[str, Any]]:
         "singularName": t.singular,
         "namespaced": t.namespaced,
         "kind": t.kind,
-        "verbs": VERBS,
+        "verbs": ["create"] if t.kind == "Binding" else VERBS,
         "storageVersionHash": "",
     }
     if t.short_names:

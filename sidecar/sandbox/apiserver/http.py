@@ -204,8 +204,11 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, table(r.rt, [obj], int(obj["metadata"]["resourceVersion"])) if as_table else obj)
         elif verb == "list":
             self._list(r, as_table)
-        elif verb == "create" and r.sub == "binding":
-            self._send(201, api.bind(r.namespace, r.name, self._json()))
+        elif verb == "create" and (r.sub == "binding" or r.rt.kind == "Binding"):
+            body = self._json()
+            self._send(201, api.bind(r.namespace, r.name or body.get("metadata", {}).get("name", ""), body))
+        elif r.rt.kind == "Binding":
+            raise ApiError(405, f"{verb} is not supported on bindings")
         elif verb == "create" and r.sub == "eviction":
             self._send(201, api.evict(r.namespace, r.name, self._json()))
         elif verb == "create":

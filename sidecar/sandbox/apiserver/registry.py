@@ -54,6 +54,7 @@ BUILTIN = [
     ResourceType("", "v1", "Namespace", "namespaces", "namespace", False, ("ns",), ("status",), (), "clear"),
     ResourceType("", "v1", "Node", "nodes", "node", False, ("no",), ("status",), (), "keep"),
     ResourceType("", "v1", "Pod", "pods", "pod", True, ("po",), ("status", "eviction", "binding"), ("all",), "pending"),
+    ResourceType("", "v1", "Binding", "bindings", "binding", True),  # create-only: POST binds a pod
     ResourceType("", "v1", "Event", "events", "event", True, ("ev",)),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", "lease", True),
     ResourceType(

@@ -250,9 +250,14 @@ class Store:
     def compact(self) -> int:
         """Forget all history now: any older resourceVersion (watch or continue token) answers 410."""
         with self.lock:
+            self.rv += 1  # a no-op write: lists from now on are servable, every earlier version is not
             self._floor = self.rv
             self._history.clear()
             return self.rv
+
+    def watchers(self) -> int:
+        with self.lock:
+            return sum(len(group) for group in self._subs.values())
 
     @property
     def floor(self) -> int:
