@@ -187,12 +187,15 @@ def test_owner_references_are_garbage_collected(server: ApiServer, k8s: client.A
     core, coord = client.CoreV1Api(k8s), client.CoordinationV1Api(k8s)
     owner = coord.create_namespaced_lease("default", {"metadata": {"name": "owner"}, "spec": {}})
     other = coord.create_namespaced_lease("default", {"metadata": {"name": "other"}, "spec": {}})
-    ref = lambda o: {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "name": o.metadata.name,
-        "uid": o.metadata.uid,
-    }
+
+    def ref(o: client.V1Lease) -> dict[str, str]:
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "name": o.metadata.name,
+            "uid": o.metadata.uid,
+        }
+
     only = pod("only")
     only["metadata"]["ownerReferences"] = [ref(owner)]
     both = pod("both")
