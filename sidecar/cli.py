@@ -295,6 +295,22 @@ def cmd_health(ns: argparse.Namespace) -> int:
     return 0 if reply.status == health_pb2.HealthCheckResponse.SERVING else 1
 
 
+def cmd_sandbox_serve(ns: argparse.Namespace) -> int:
+    """The API server emulator on loopback until SIGINT/SIGTERM; --load fills it from a snapshot."""
+    from sidecar.sandbox.apiserver.server import objects_loader, serve
+
+    objs = None
+    if ns.load:
+        from sidecar.snapshot.io import load_snapshot
+
+        loader = objects_loader()
+        if loader is None:
+            print("error: --load: the snapshot loader (sidecar.sandbox.objects) is not available yet", file=sys.stderr)
+            return 2
+        objs = loader(load_snapshot(ns.load))
+    return serve(ns.port, ns.kubeconfig, objs)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="repack-sidecar", description=__doc__)
     p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
@@ -357,6 +373,12 @@ def build_parser() -> argparse.ArgumentParser:
     ft.add_argument("--time", type=float, help="stop at this trace time in seconds (creations and deletions)")
     ft.add_argument("--out", required=True, help="file (.json, .yaml or .pb)")
     ft.set_defaults(func=cmd_from_trace)
+    sb = sub.add_parser("sandbox", help="a Kubernetes sandbox without a cluster")
+    sbs = sb.add_subparsers(dest="sandbox_command", required=True).add_parser("serve", help="the API server emulator")
+    sbs.add_argument("--port", type=int, default=0, help="0: a free port")
+    sbs.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
+    sbs.add_argument("--load", help="snapshot file whose nodes, pods, PodGroups and PDBs to create")
+    sbs.set_defaults(func=cmd_sandbox_serve)
     return p
 
 
