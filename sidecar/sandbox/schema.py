@@ -262,7 +262,7 @@ def _scalar_checks(s: Schema, value: Any, where: str) -> list[Cause]:
     if isinstance(value, str):
         if "minLength" in c and len(value) < c["minLength"]:
             errs.append(invalid(where, value, f"{where} in body should be at least {c['minLength']} chars long"))
-        if "maxLength" in c and len(value.encode()) > c["maxLength"]:
+        if "maxLength" in c and len(value) > c["maxLength"]:
             unit = "byte" if c["maxLength"] == 1 else "bytes"
             errs.append(cause("FieldValueTooLong", where, f"Too long: may not be more than {c['maxLength']} {unit}"))
         if s.pattern is not None and not s.pattern.search(value):
