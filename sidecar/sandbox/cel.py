@@ -1,0 +1,268 @@
+"""The subset of CEL that ``x-kubernetes-validations`` rules may use in the sandbox.
+
+No CEL engine is installed, and guessing at a rule would accept objects a real API server refuses,
+so a rule outside this grammar is refused when the CRD is registered (``ValueError``):
+
+    expr    := and ('||' and)*
+    and     := unary ('&&' unary)*
+    unary   := '!' unary | operand (('==' | '!=' | '<' | '<=' | '>' | '>=') operand)?
+    operand := '(' expr ')' | 'has(' path ')' | 'size(' path ')' | path | literal
+    path    := ('self' | 'oldSelf') ('.' ident | '[' int ']' | '[' string ']')*
+    literal := int | float | 'string' | "string" | true | false | null
+
+``==`` is deep equality (so ``self == oldSelf`` is the immutability rule); ordering needs two numbers
+or two strings. A rule that mentions ``oldSelf`` is a transition rule: the API server evaluates it
+only on update and only where the old object has a value (apiextensions-apiserver
+pkg/apiserver/schema/cel/validation.go). Evaluation errors (a missing key, a type mismatch) are
+returned as messages, as the API server reports them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_TOKEN = re.compile(
+    r"""\s*(?:
+    (?P<num>-?\d+\.\d+(?:[eE][+-]?\d+)?|-?\d+)
+  | (?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
+  | (?P<op>==|!=|<=|>=|&&|\|\||[<>!().\[\]])
+  | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
+  )""",
+    re.VERBOSE,
+)
+_ORDER = {"<", "<=", ">", ">="}
+_MISSING = object()
+
+
+class EvalError(Exception):
+    """A runtime error of a rule (reported as a failed validation, like the API server does)."""
+
+
+@dataclass(frozen=True)
+class _Path:
+    root: str  # "self" or "oldSelf"
+    steps: tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class _Lit:
+    value: Any
+
+
+@dataclass(frozen=True)
+class _Call:
+    fn: str  # "has" or "size"
+    path: _Path
+
+
+@dataclass(frozen=True)
+class _Op:
+    op: str
+    args: tuple[Any, ...]
+
+
+def _tokenize(text: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(text):
+        if text[pos:].strip() == "":
+            break
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            raise ValueError(f"unsupported CEL at {text[pos:]!r}")
+        kind = m.lastgroup or ""
+        out.append((kind, m.group(kind)))
+        pos = m.end()
+    return out
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.toks = _tokenize(text)
+        self.i = 0
+
+    def peek(self) -> str:
+        return self.toks[self.i][1] if self.i < len(self.toks) else ""
+
+    def take(self, want: str | None = None) -> tuple[str, str]:
+        if self.i >= len(self.toks):
+            raise ValueError("unexpected end of rule")
+        tok = self.toks[self.i]
+        if want is not None and tok[1] != want:
+            raise ValueError(f"expected {want!r}, got {tok[1]!r}")
+        self.i += 1
+        return tok
+
+    def parse(self) -> Any:
+        node = self.expr()
+        if self.i != len(self.toks):
+            raise ValueError(f"unsupported CEL at {self.peek()!r}")
+        return node
+
+    def expr(self) -> Any:
+        node = self.conj()
+        while self.peek() == "||":
+            self.take()
+            node = _Op("||", (node, self.conj()))
+        return node
+
+    def conj(self) -> Any:
+        node = self.unary()
+        while self.peek() == "&&":
+            self.take()
+            node = _Op("&&", (node, self.unary()))
+        return node
+
+    def unary(self) -> Any:
+        if self.peek() == "!":
+            self.take()
+            return _Op("!", (self.unary(),))
+        left = self.operand()
+        if self.peek() in ("==", "!=", *_ORDER):
+            op = self.take()[1]
+            return _Op(op, (left, self.operand()))
+        return left
+
+    def operand(self) -> Any:
+        kind, tok = self.take()
+        if tok == "(":
+            node = self.expr()
+            self.take(")")
+            return node
+        if kind == "num":
+            return _Lit(float(tok) if "." in tok or "e" in tok.lower() else int(tok))
+        if kind == "str":
+            return _Lit(bytes(tok[1:-1], "utf-8").decode("unicode_escape"))
+        if tok in ("true", "false", "null"):
+            return _Lit({"true": True, "false": False, "null": None}[tok])
+        if tok in ("has", "size") and self.peek() == "(":
+            self.take("(")
+            path = self.path(self.take()[1])
+            self.take(")")
+            if tok == "has" and not path.steps:
+                raise ValueError("has() needs a field selection")
+            return _Call(tok, path)
+        return self.path(tok)
+
+    def path(self, root: str) -> _Path:
+        if root not in ("self", "oldSelf"):
+            raise ValueError(f"unsupported identifier {root!r} (only self and oldSelf)")
+        steps: list[str | int] = []
+        while self.peek() in (".", "["):
+            if self.take()[1] == ".":
+                kind, name = self.take()
+                if kind != "id":
+                    raise ValueError(f"expected a field name, got {name!r}")
+                if self.peek() == "(":
+                    raise ValueError(f"unsupported function or macro {name!r}")
+                steps.append(name)
+            else:
+                kind, key = self.take()
+                self.take("]")
+                if kind == "num" and "." not in key:
+                    steps.append(int(key))
+                elif kind == "str":
+                    steps.append(key[1:-1])
+                else:
+                    raise ValueError(f"unsupported index {key!r}")
+        return _Path(root, tuple(steps))
+
+
+def _mentions_old(node: Any) -> bool:
+    if isinstance(node, _Path):
+        return node.root == "oldSelf"
+    if isinstance(node, _Call):
+        return node.path.root == "oldSelf"
+    if isinstance(node, _Op):
+        return any(_mentions_old(a) for a in node.args)
+    return False
+
+
+class Rule:
+    """One compiled rule; ``evaluate`` answers None when it holds, else why not."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._tree = _Parser(text).parse()
+        self.transition = _mentions_old(self._tree)
+
+    def evaluate(self, self_value: Any, old_value: Any = _MISSING) -> str | None:
+        """None if the rule holds; otherwise a message (a failed rule or an evaluation error)."""
+        try:
+            result = self._eval(self._tree, self_value, old_value)
+        except EvalError as exc:
+            return str(exc)
+        if not isinstance(result, bool):
+            return f"rule did not evaluate to a bool: {result!r}"
+        return None if result else ""
+
+    def _resolve(self, path: _Path, self_value: Any, old_value: Any) -> Any:
+        value = self_value if path.root == "self" else old_value
+        if value is _MISSING:
+            raise EvalError("no such key: oldSelf")
+        for step in path.steps:
+            if isinstance(step, int):
+                if not isinstance(value, list) or not 0 <= step < len(value):
+                    raise EvalError(f"index out of bounds: {step}")
+                value = value[step]
+            elif isinstance(value, dict) and step in value:
+                value = value[step]
+            else:
+                raise EvalError(f"no such key: {step}")
+        return value
+
+    def _eval(self, node: Any, s: Any, old: Any) -> Any:
+        if isinstance(node, _Lit):
+            return node.value
+        if isinstance(node, _Path):
+            return self._resolve(node, s, old)
+        if isinstance(node, _Call):
+            if node.fn == "has":
+                parent = self._resolve(_Path(node.path.root, node.path.steps[:-1]), s, old)
+                last = node.path.steps[-1]
+                return isinstance(parent, dict) and last in parent
+            value = self._resolve(node.path, s, old)
+            if not isinstance(value, (str, list, dict)):
+                raise EvalError("no such overload: size")
+            return len(value)
+        assert isinstance(node, _Op)
+        if node.op == "!":
+            return not self._bool(self._eval(node.args[0], s, old))
+        if node.op in ("&&", "||"):
+            left = self._bool(self._eval(node.args[0], s, old))
+            if (node.op == "&&") != left:
+                return left
+            return self._bool(self._eval(node.args[1], s, old))
+        a, b = (self._eval(arg, s, old) for arg in node.args)
+        if node.op == "==":
+            return equal(a, b)
+        if node.op == "!=":
+            return not equal(a, b)
+        numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+        if not numbers and not (isinstance(a, str) and isinstance(b, str)):
+            raise EvalError(f"no such overload: {type(a).__name__} {node.op} {type(b).__name__}")
+        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[node.op]
+
+    @staticmethod
+    def _bool(value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise EvalError("no such overload: a non-bool in a logical operator")
+        return value
+
+
+def equal(a: Any, b: Any) -> bool:
+    """CEL heterogeneous equality: numbers compare by value, bools are not numbers."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return type(a) is type(b) and bool(a == b)
+
+
+MISSING: Any = _MISSING
