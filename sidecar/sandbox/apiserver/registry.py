@@ -1,17 +1,17 @@
 """Resource types the emulator serves: built-in kinds plus every CRD created through it.
 
-CRD schema work (validation, defaults, printer columns) belongs to ``sidecar.sandbox.crd``; it is
-imported lazily so the emulator serves CRDs without validation until that module exists.
+CRD schema work (validation, defaults, printer columns) belongs to ``sidecar.sandbox.crd``: a CRD
+it refuses is refused here too (422), so every served CRD is one the emulator serves faithfully.
 """
 
 from __future__ import annotations
 
-import importlib
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from sidecar.sandbox.apiserver.apierrors import ApiError
+from sidecar.sandbox.apiserver.apierrors import ApiError, invalid
+from sidecar.sandbox.crd import CustomResource
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
@@ -30,7 +30,7 @@ class ResourceType:
     subresources: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     status_on_create: str = "clear"
-    custom: Any = field(default=None, compare=False, hash=False)  # sidecar.sandbox.crd.CustomResource
+    custom: CustomResource | None = field(default=None, compare=False, hash=False)
 
     @property
     def api_version(self) -> str:
@@ -82,24 +82,18 @@ BUILTIN = [
 ]
 
 
-def custom_resource(crd: dict[str, Any]) -> Any | None:
-    """``sidecar.sandbox.crd.CustomResource(crd)`` when that module exists (ValueError → 422), else None."""
+def custom_resource(crd: dict[str, Any]) -> CustomResource:
+    """``CustomResource(crd)``, its ValueError ("field: problem") answered as 422 with that cause."""
     try:
-        module = importlib.import_module("sidecar.sandbox.crd")
-    except ImportError:
-        return None
-    try:
-        return module.CustomResource(crd)
+        return CustomResource(crd)
     except ValueError as exc:
         name = crd.get("metadata", {}).get("name", "")
         field_, _, problem = str(exc).partition(": ")
         cause = {"reason": "FieldValueInvalid", "message": problem or str(exc), "field": field_}
-        from sidecar.sandbox.apiserver.apierrors import invalid
-
         raise invalid("CustomResourceDefinition", "apiextensions.k8s.io", name, [cause]) from exc
 
 
-def _crd_types(crd: dict[str, Any], custom: Any | None) -> list[ResourceType]:
+def _crd_types(crd: dict[str, Any], custom: CustomResource) -> list[ResourceType]:
     spec = crd.get("spec") or {}
     names = spec.get("names") or {}
     kind, plural = names.get("kind"), names.get("plural")
@@ -164,7 +158,7 @@ class Registry:
         return out
 
     def prepare_crd(self, crd: dict[str, Any]) -> list[ResourceType]:
-        """Resource types a CRD would serve (validates it through the crd module when present)."""
+        """Resource types a CRD would serve (422 when the crd module refuses it)."""
         return _crd_types(crd, custom_resource(crd))
 
     def register(self, crd_name: str, types: list[ResourceType]) -> None:
