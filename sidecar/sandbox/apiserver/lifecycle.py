@@ -36,7 +36,8 @@ class Lifecycle:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(5)
+        if self._thread.is_alive():
+            self._thread.join(5)
 
     def reap_later(self, key: str, obj: Obj, grace: float) -> None:
         meta = obj["metadata"]
@@ -84,13 +85,19 @@ class Lifecycle:
             pass
 
     def _collect(self, uid: str) -> None:
-        """Dependents whose owners are all gone are deleted; the others lose the dangling reference."""
+        """Dependents whose owners are all known absent are deleted; the others lose the dangling reference.
+
+        Only an owner this store held and removed counts as absent. An owner it never held (a loaded
+        snapshot's PodGroups and pods name Volcano Jobs and ModelServings that are not loaded) is
+        taken to exist outside the sandbox and keeps its dependents — where the real GC would look
+        the owner up and delete dependents of a missing one, which would empty a loaded cluster.
+        """
         for key, ns, name in self.store.dependents(uid):
             dep = self.store.find(key, ns, name)
             if dep is None:
                 continue
             refs = [r for r in dep["metadata"].get("ownerReferences", []) if r.get("uid") != uid]
-            if any(self.store.has_uid(r.get("uid", "")) for r in refs):
+            if any(not self.store.known_absent(r.get("uid", "")) for r in refs):
                 dep = copy.deepcopy(dep)
                 dep["metadata"]["ownerReferences"] = refs
                 self.store.update(key, dep, check_rv=False)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import importlib
 import json
 import secrets
 from typing import Any
@@ -20,9 +19,13 @@ from sidecar.sandbox.apiserver.apierrors import ApiError, conflict, gone, invali
 from sidecar.sandbox.apiserver.registry import Registry, ResourceType
 from sidecar.sandbox.apiserver.selectors import Predicate
 from sidecar.sandbox.apiserver.store import Obj, Store, now_iso
+from sidecar.sandbox.policy import Eviction, decide_eviction, record_eviction
 
 CRD_KEY = "apiextensions.k8s.io/customresourcedefinitions"
 PDB_KEY = "policy/poddisruptionbudgets"
+POD_KEY = "/pods"
+#: the label the namespace strategy sets on every create and update (immutable name selector)
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 def _meta(obj: Obj) -> dict[str, Any]:
@@ -72,7 +75,11 @@ class Api:
             raise invalid(rt.kind, rt.group, _meta(obj).get("name", ""), causes)
         return obj
 
-    def create(self, rt: ResourceType, namespace: str, body: Obj, *, keep_status: bool = False) -> Obj:
+    def create(
+        self, rt: ResourceType, namespace: str, body: Obj, *, keep_status: bool = False, stored: bool = False
+    ) -> Obj:
+        """A client's create; ``stored`` writes an object as stored state (loaders: status, uid and
+        deletionTimestamp kept as given, which no client request could set)."""
         obj = copy.deepcopy(body)
         obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
         meta = _meta(obj)
@@ -87,18 +94,19 @@ class Api:
             meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
         meta.pop("resourceVersion", None)
         self._check_namespace(rt, namespace, obj)
-        if rt.has_status and not keep_status and rt.status_on_create != "keep":
+        if rt.has_status and not (keep_status or stored) and rt.status_on_create != "keep":
             obj["status"] = {"phase": "Pending"} if rt.status_on_create == "pending" else {}
         if rt.kind == "Namespace":
             obj.setdefault("status", {})["phase"] = "Active"
+            _label_namespace(obj)
         obj = self._custom(rt, obj, None)
         if rt.key == CRD_KEY:
             types = self.registry.prepare_crd(obj)
             obj["status"] = _crd_status(obj)
-            created = self.store.create(rt.key, obj)
+            created = self.store.create(rt.key, obj, stored=stored)
             self.registry.register(meta["name"], types)
             return created
-        return self.store.create(rt.key, obj)
+        return self.store.create(rt.key, obj, stored=stored)
 
     def get(self, rt: ResourceType, namespace: str, name: str) -> Obj:
         return self.store.get(rt.key, namespace if rt.namespaced else "", name)
@@ -149,6 +157,8 @@ class Api:
                 obj["metadata"]["resourceVersion"] = rv
         elif rt.has_status:
             obj["status"] = copy.deepcopy(old.get("status", {}))
+        if rt.kind == "Namespace":
+            _label_namespace(obj)
         obj = self._custom(rt, obj, old)
         if rt.key == CRD_KEY:
             types = self.registry.prepare_crd(obj)
@@ -258,22 +268,62 @@ class Api:
         return {**success(), "code": 201}
 
     def evict(self, namespace: str, name: str, body: Obj) -> Obj:
-        """``pods/eviction``: ask the policy module about PDBs (429 when refused), then delete gracefully."""
+        """``pods/eviction`` as eviction.go: the PDB verdict (429/500/403 refusals), the PDB charged,
+        a DisruptionTarget condition, then graceful deletion. The store lock makes it one step, so
+        two evictions cannot both spend the last allowed disruption."""
         rt = self.registry.lookup("", "v1", "pods")
-        pod = self.get(rt, namespace, name)
-        try:
-            policy = importlib.import_module("sidecar.sandbox.policy")
-        except ImportError:
-            policy = None
-        if policy is not None:
-            pdbs, _ = self.store.scan(PDB_KEY, namespace)
-            allowed, message = policy.eviction_allowed(pod, pdbs)
-            if not allowed:
-                details = {"causes": [{"reason": "DisruptionBudget", "message": message}]}
-                raise ApiError(429, message, reason="TooManyRequests", details=details)
-        opts = body.get("deleteOptions") or {}
-        self.delete(rt, namespace, name, opts)
+        with self.store.lock:
+            pod = self.get(rt, namespace, name)
+            verdict = decide_eviction(pod, self.store.scan(PDB_KEY, namespace)[0])
+            if not verdict.allowed:
+                raise _refusal(verdict)
+            opts = copy.deepcopy(body.get("deleteOptions") or {})
+            pre = opts.get("preconditions") or {}
+            if pre.get("uid") and pre["uid"] != pod["metadata"].get("uid"):
+                raise conflict("", "pods", name, f"Precondition failed: UID in precondition: {pre['uid']}")
+            if pre.get("resourceVersion") and pre["resourceVersion"] != pod["metadata"].get("resourceVersion"):
+                why = f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}"
+                raise conflict("", "pods", name, why)
+            if verdict.pdb is not None:
+                pdb = self.store.get(PDB_KEY, namespace, verdict.pdb)
+                self.store.update(PDB_KEY, record_eviction(pdb, name), check_rv=True)
+            marked = self.store.update(POD_KEY, _disruption_target(pod), check_rv=False)
+            if pre.get("resourceVersion") or verdict.precondition:  # the condition write moved it
+                opts["preconditions"] = {**pre, "resourceVersion": marked["metadata"]["resourceVersion"]}
+            if self.store.find(POD_KEY, namespace, name) is not None:  # else its grace had passed: gone
+                self.delete(rt, namespace, name, opts)
         return {**success(), "code": 201}
+
+
+def _refusal(verdict: Eviction) -> ApiError:
+    """The Status a refused eviction answers, worded as the API server's error constructors do."""
+    if verdict.code == 429:  # errors.NewTooManyRequests + the DisruptionBudget cause
+        return ApiError(429, verdict.message, reason="TooManyRequests", details={"causes": verdict.causes})
+    if verdict.code == 500:  # errors.NewInternalError
+        details = {"causes": [{"message": verdict.message}]}
+        return ApiError(500, f"Internal error occurred: {verdict.message}", reason="InternalError", details=details)
+    return ApiError(verdict.code, verdict.message)
+
+
+def _disruption_target(pod: Obj) -> Obj:
+    """The pod with DisruptionTarget=True (EvictionByEvictionAPI), as addConditionAndDeletePod writes it."""
+    out = copy.deepcopy(pod)
+    want = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
+    want["message"] = "Eviction API: evicting"
+    conds = out.setdefault("status", {}).setdefault("conditions", [])
+    old = next((c for c in conds if c.get("type") == "DisruptionTarget"), None)
+    if old is None:
+        conds.append({**want, "lastTransitionTime": now_iso()})
+    else:
+        if old.get("status") != "True":
+            old["lastTransitionTime"] = now_iso()
+        old.update(want)
+    return out
+
+
+def _label_namespace(ns: Obj) -> None:
+    meta = _meta(ns)
+    meta["labels"] = {**(meta.get("labels") or {}), NAMESPACE_NAME_LABEL: meta.get("name", "")}
 
 
 def _crd_status(crd: Obj) -> Obj:

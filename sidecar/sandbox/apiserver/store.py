@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict, deque
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -71,7 +72,11 @@ class Store:
         self._subs: dict[str, list[Subscription]] = defaultdict(list)
         self._dependents: dict[str, set[tuple[str, str, str]]] = defaultdict(set)  # owner uid → dependents
         self._uids: set[str] = set()
+        self._gone: set[str] = set()  # uids of objects removed here: owners known to be absent
         self.removed: queue.SimpleQueue[tuple[str, Obj]] = queue.SimpleQueue()  # for the lifecycle worker
+        #: in-process controllers' informers: called under the lock with every event, so they must
+        #: only take note (no watch fault drops them; they are the controller manager's own view)
+        self.listeners: list[Callable[[str, Event], None]] = []
 
     # -- reads -------------------------------------------------------------------------------
     def get(self, key: str, namespace: str, name: str) -> Obj:
@@ -106,21 +111,33 @@ class Store:
         with self.lock:
             return uid in self._uids
 
+    def known_absent(self, uid: str) -> bool:
+        """True once an object with this uid was stored here and then removed."""
+        with self.lock:
+            return uid in self._gone and uid not in self._uids
+
     def dependents(self, uid: str) -> list[tuple[str, str, str]]:
         with self.lock:
             return sorted(self._dependents.get(uid, ()))
 
     # -- writes ------------------------------------------------------------------------------
-    def create(self, key: str, obj: Obj) -> Obj:
+    def create(self, key: str, obj: Obj, *, stored: bool = False) -> Obj:
+        """A new object; ``stored`` keeps the uid, timestamps, generation and deletion fields it
+        carries (a loader restoring state), where a client's create gets fresh ones."""
         meta = obj.setdefault("metadata", {})
         namespace, name = meta.get("namespace", ""), meta.get("name", "")
         with self.lock:
             if (namespace, name) in self._objs[key]:
                 raise already_exists(*_names(key), name)
-            meta["uid"] = str(uuid.uuid4())
-            meta["creationTimestamp"] = now_iso()
-            meta["generation"] = 1
-            meta.pop("deletionTimestamp", None)
+            if not stored or not meta.get("uid"):
+                meta["uid"] = str(uuid.uuid4())
+            if not stored or not meta.get("creationTimestamp"):
+                meta["creationTimestamp"] = now_iso()
+            if not stored or not meta.get("generation"):
+                meta["generation"] = 1
+            if not stored:
+                meta.pop("deletionTimestamp", None)
+                meta.pop("deletionGracePeriodSeconds", None)
             return self._write(key, obj, "ADDED")
 
     def update(self, key: str, obj: Obj, *, check_rv: bool = True) -> Obj:
@@ -167,6 +184,7 @@ class Store:
         meta = obj["metadata"]
         self._objs[key].pop((meta.get("namespace", ""), meta["name"]), None)
         self._index(key, obj, add=False)
+        self._gone.add(meta.get("uid", ""))
         self.rv += 1
         gone_obj = {**obj, "metadata": {**meta, "resourceVersion": str(self.rv)}}
         self._emit(key, ("DELETED", gone_obj, self.rv))
@@ -206,6 +224,8 @@ class Store:
         while len(hist) > self.history_limit:
             self._dropped[key] = hist.popleft()[2]
         ns = event[1]["metadata"].get("namespace", "")
+        for listener in self.listeners:
+            listener(key, event)
         for sub in self._subs[key]:
             if not sub.namespace or sub.namespace == ns:
                 sub.queue.put(event)
