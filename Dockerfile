@@ -5,6 +5,7 @@ WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
 COPY proto ./proto
 COPY ext ./ext
+COPY manifests/crds ./manifests/crds
 COPY sidecar ./sidecar
 RUN pip wheel --no-cache-dir -w /wheels .
 

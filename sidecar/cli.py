@@ -297,18 +297,9 @@ def cmd_health(ns: argparse.Namespace) -> int:
 
 def cmd_sandbox_serve(ns: argparse.Namespace) -> int:
     """The API server emulator on loopback until SIGINT/SIGTERM; --load fills it from a snapshot."""
-    from sidecar.sandbox.apiserver.server import objects_loader, serve
+    from sidecar.sandbox.apiserver.server import serve
 
-    objs = None
-    if ns.load:
-        from sidecar.snapshot.io import load_snapshot
-
-        loader = objects_loader()
-        if loader is None:
-            print("error: --load: the snapshot loader (sidecar.sandbox.objects) is not available yet", file=sys.stderr)
-            return 2
-        objs = loader(load_snapshot(ns.load))
-    return serve(ns.port, ns.kubeconfig, objs)
+    return serve(ns.port, ns.kubeconfig, ns.load)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,14 +7,16 @@ cuts open watches first so connection threads end with it.
 from __future__ import annotations
 
 import copy
-import importlib
 import signal
 import threading
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
+import yaml
+
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.sandbox.apiserver.apierrors import ApiError
+from sidecar.sandbox.apiserver.disruption import DisruptionController
 from sidecar.sandbox.apiserver.faults import Audit, Faults
 from sidecar.sandbox.apiserver.http import EmulatorHTTPServer
 from sidecar.sandbox.apiserver.kubeconfig import write_kubeconfig
@@ -22,8 +24,21 @@ from sidecar.sandbox.apiserver.lifecycle import Lifecycle
 from sidecar.sandbox.apiserver.registry import Registry
 from sidecar.sandbox.apiserver.rest import Api
 from sidecar.sandbox.apiserver.store import Obj, Store
+from sidecar.sandbox.objects import objects_from_snapshot
+from sidecar.snapshot.io import load_snapshot
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_HERE = Path(__file__).resolve()
+#: where the CRDs are: packaged into the wheel by setup.py, else the repository's manifests/crds
+CRD_DIRS = (_HERE.parents[2] / "data" / "crds", _HERE.parents[3] / "manifests" / "crds")
+
+
+def crd_manifests() -> list[Obj]:
+    """The CRDs a loaded snapshot needs (RepackRun, PodGroup, Volcano Job), from the first folder found."""
+    folder = next((d for d in CRD_DIRS if any(d.glob("*_*.yaml"))), None)
+    if folder is None:
+        raise FileNotFoundError(f"no CRD manifests in {' or '.join(str(d) for d in CRD_DIRS)}")
+    return [yaml.safe_load(p.read_text()) for p in sorted(folder.glob("*_*.yaml"))]
 
 
 class ApiServer:
@@ -34,6 +49,7 @@ class ApiServer:
         self.registry = Registry()
         self.api = Api(self.store, self.registry)
         self.lifecycle = Lifecycle(self.api)
+        self.disruption = DisruptionController(self.store)
         self.faults = Faults(self.store)
         self.audit = Audit()
         self._http = EmulatorHTTPServer(("127.0.0.1", port), self.api, self.faults, self.audit, bookmark_every)
@@ -55,15 +71,19 @@ class ApiServer:
 
     def start(self) -> ApiServer:
         self.lifecycle.start()
+        self.disruption.start()
         self._thread.start()
         return self
 
     def stop(self) -> None:
+        """Idempotent, and safe on a server never started (a failed ``--load``)."""
         self.store.drop_watches()
-        self._http.shutdown()
+        if self._thread.is_alive():
+            self._http.shutdown()
+            self._thread.join(5)
         self._http.server_close()
         self.lifecycle.stop()
-        self._thread.join(5)
+        self.disruption.stop()
 
     def __enter__(self) -> ApiServer:
         return self.start()
@@ -71,18 +91,24 @@ class ApiServer:
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
 
-    def create(self, obj: Obj, *, keep_status: bool = True) -> Obj:
-        """Create any object by its apiVersion/kind in process (status kept: loaders state what is running)."""
+    def create(self, obj: Obj, *, keep_status: bool = True, stored: bool = False) -> Obj:
+        """Create any object by its apiVersion/kind in process (status kept: loaders state what is running;
+        ``stored``: uid and deletionTimestamp kept too)."""
         rt = self.registry.by_kind(obj.get("apiVersion", ""), obj.get("kind", ""))
-        return self.api.create(rt, obj.get("metadata", {}).get("namespace", ""), obj, keep_status=keep_status)
+        namespace = obj.get("metadata", {}).get("namespace", "")
+        return self.api.create(rt, namespace, obj, keep_status=keep_status, stored=stored)
 
-    def load(self, objs: list[Obj]) -> int:
-        """Create objects in order (namespaces and CRDs first, as a person would apply them); existing ones are kept."""
-        order = {"Namespace": 0, "CustomResourceDefinition": 0, "Node": 1}
+    def load(self, snapshot: pb.Snapshot | list[Obj]) -> int:
+        """Fill the server with a cluster's state: the project's CRDs first, then a snapshot's objects
+        (``objects_from_snapshot``) or the objects given, written as stored state rather than as
+        client creates (status, uid and deletionTimestamp as given). Objects that exist are kept;
+        returns how many were created."""
+        objs = objects_from_snapshot(snapshot) if isinstance(snapshot, pb.Snapshot) else snapshot
+        order = {"CustomResourceDefinition": 0, "Namespace": 1, "Node": 2}
         done = 0
-        for obj in sorted(objs, key=lambda o: order.get(o.get("kind", ""), 2)):
+        for obj in [*crd_manifests(), *sorted(objs, key=lambda o: order.get(o.get("kind", ""), 3))]:
             try:
-                self.create(copy.deepcopy(obj))
+                self.create(copy.deepcopy(obj), stored=True)
                 done += 1
             except ApiError as exc:
                 if exc.reason != "AlreadyExists":
@@ -90,23 +116,22 @@ class ApiServer:
         return done
 
 
-def objects_loader() -> Any | None:
-    """``sidecar.sandbox.objects.objects_from_snapshot`` when that module exists."""
-    try:
-        return importlib.import_module("sidecar.sandbox.objects").objects_from_snapshot
-    except (ImportError, AttributeError):
-        return None
+def serve(port: int, kubeconfig_path: str, load: str | None = None) -> int:
+    """The CLI's ``sandbox serve``: load, write the kubeconfig, then serve until SIGINT/SIGTERM (exit 0).
 
-
-def serve(port: int, kubeconfig_path: str, objs: list[Obj] | None = None) -> int:
-    """Serve until SIGINT/SIGTERM (the CLI's ``sandbox serve``)."""
+    Port 0 binds a free port; the URL is printed once the server answers, the kubeconfig already written.
+    """
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    with ApiServer(port) as server:
-        loaded = server.load(objs or [])
+    server = ApiServer(port)
+    try:
+        loaded = server.load(load_snapshot(load)) if load else 0
         path = server.kubeconfig(kubeconfig_path)
+        server.start()
         print(f"serving {server.url} ({loaded} objects loaded); kubeconfig: {path}", flush=True)
         print(f"try: kubectl --kubeconfig {path} get nodes,pods -A", flush=True)
         stop.wait()
+    finally:
+        server.stop()
     return 0
