@@ -34,6 +34,13 @@ def _meta(obj: Obj) -> dict[str, Any]:
     return meta
 
 
+def clone(obj: Obj) -> Obj:
+    """A deep copy of a JSON object, several times faster than copy.deepcopy (matters for loads)."""
+    out = json.loads(json.dumps(obj))
+    assert isinstance(out, dict)
+    return out
+
+
 def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
     try:
         data = json.loads(base64.urlsafe_b64decode(token.encode()))
@@ -80,7 +87,7 @@ class Api:
     ) -> Obj:
         """A client's create; ``stored`` writes an object as stored state (loaders: status, uid and
         deletionTimestamp kept as given, which no client request could set)."""
-        obj = copy.deepcopy(body)
+        obj = clone(body)
         obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
         meta = _meta(obj)
         if not meta.get("name"):

@@ -6,7 +6,6 @@ cuts open watches first so connection threads end with it.
 
 from __future__ import annotations
 
-import copy
 import signal
 import threading
 from pathlib import Path
@@ -53,7 +52,9 @@ class ApiServer:
         self.faults = Faults(self.store)
         self.audit = Audit()
         self._http = EmulatorHTTPServer(("127.0.0.1", port), self.api, self.faults, self.audit, bookmark_every)
-        self._thread = threading.Thread(target=self._http.serve_forever, name="apiserver-http", daemon=True)
+        self._thread = threading.Thread(
+            target=self._http.serve_forever, args=(0.05,), name="apiserver-http", daemon=True
+        )
         ns = self.registry.lookup("", "v1", "namespaces")
         for name in SYSTEM_NAMESPACES:
             self.api.create(ns, "", {"metadata": {"name": name}})
@@ -108,7 +109,7 @@ class ApiServer:
         done = 0
         for obj in [*crd_manifests(), *sorted(objs, key=lambda o: order.get(o.get("kind", ""), 3))]:
             try:
-                self.create(copy.deepcopy(obj), stored=True)
+                self.create(obj, stored=True)  # Api.create copies
                 done += 1
             except ApiError as exc:
                 if exc.reason != "AlreadyExists":
