@@ -264,6 +264,19 @@ def _pod(task: pb.Task, groups: dict[tuple[str, str], pb.PodGroup]) -> dict[str,
         spec["topologySpreadConstraints"] = pj["topologySpreadConstraints"]
     spec["containers"] = _containers(task, prof)
     status, extra_meta = _pod_status(task)
+    if status["phase"] == "Running":  # kubectl's READY column counts ready container statuses
+        status["containerStatuses"] = [
+            {
+                "name": c["name"],
+                "image": c["image"],
+                "imageID": "",
+                "ready": True,
+                "restartCount": 0,
+                "started": True,
+                "state": {"running": {"startedAt": "1970-01-01T00:00:00Z"}},
+            }
+            for c in spec["containers"]
+        ]
     if task.node and task.status not in (ts.PENDING, ts.PIPELINED):
         spec["nodeName"] = task.node
     meta |= extra_meta
