@@ -23,6 +23,7 @@ from sidecar.sandbox.apiserver.lifecycle import Lifecycle
 from sidecar.sandbox.apiserver.registry import Registry
 from sidecar.sandbox.apiserver.rest import Api
 from sidecar.sandbox.apiserver.store import Obj, Store
+from sidecar.sandbox.controlplane import ControlPlane, ControlPlaneConfig
 from sidecar.sandbox.objects import objects_from_snapshot
 from sidecar.snapshot.io import load_snapshot
 
@@ -43,7 +44,14 @@ def crd_manifests() -> list[Obj]:
 class ApiServer:
     """In-memory Kubernetes API server. ``history``: watch events kept per resource before 410 Gone."""
 
-    def __init__(self, port: int = 0, *, history: int = 1000, bookmark_every: float = 1.0) -> None:
+    def __init__(
+        self,
+        port: int = 0,
+        *,
+        history: int = 1000,
+        bookmark_every: float = 1.0,
+        control_plane: ControlPlaneConfig | bool = False,
+    ) -> None:
         self.store = Store(history=history)
         self.registry = Registry()
         self.api = Api(self.store, self.registry)
@@ -55,6 +63,11 @@ class ApiServer:
         self._thread = threading.Thread(
             target=self._http.serve_forever, args=(0.05,), name="apiserver-http", daemon=True
         )
+        #: the simulated scheduler, kubelet and workload controllers (``True``: all on, defaults)
+        self.control_plane: ControlPlane | None = None
+        if control_plane:
+            conf = control_plane if isinstance(control_plane, ControlPlaneConfig) else ControlPlaneConfig()
+            self.control_plane = ControlPlane(self.api, conf)
         ns = self.registry.lookup("", "v1", "namespaces")
         for name in SYSTEM_NAMESPACES:
             self.api.create(ns, "", {"metadata": {"name": name}})
@@ -73,11 +86,15 @@ class ApiServer:
     def start(self) -> ApiServer:
         self.lifecycle.start()
         self.disruption.start()
+        if self.control_plane is not None:
+            self.control_plane.start()
         self._thread.start()
         return self
 
     def stop(self) -> None:
         """Idempotent, and safe on a server never started (a failed ``--load``)."""
+        if self.control_plane is not None:
+            self.control_plane.stop()
         self.store.drop_watches()
         if self._thread.is_alive():
             self._http.shutdown()
@@ -117,7 +134,7 @@ class ApiServer:
         return done
 
 
-def serve(port: int, kubeconfig_path: str, load: str | None = None) -> int:
+def serve(port: int, kubeconfig_path: str, load: str | None = None, *, control_plane: bool = False) -> int:
     """The CLI's ``sandbox serve``: load, write the kubeconfig, then serve until SIGINT/SIGTERM (exit 0).
 
     Port 0 binds a free port; the URL is printed once the server answers, the kubeconfig already written.
@@ -125,7 +142,7 @@ def serve(port: int, kubeconfig_path: str, load: str | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    server = ApiServer(port)
+    server = ApiServer(port, control_plane=control_plane)
     try:
         loaded = server.load(load_snapshot(load)) if load else 0
         path = server.kubeconfig(kubeconfig_path)

@@ -1,0 +1,50 @@
+"""The control plane as one switchable unit that ``ApiServer(control_plane=...)`` starts and stops."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sidecar.sandbox.apiserver.rest import Api
+from sidecar.sandbox.controlplane.kubelet import Kubelet
+from sidecar.sandbox.controlplane.loop import Loop
+from sidecar.sandbox.controlplane.scheduler import Scheduler
+from sidecar.sandbox.controlplane.workloads import Workloads
+
+
+@dataclass(frozen=True)
+class ControlPlaneConfig:
+    """Which simulated components run, and how fast (tests switch parts off to drive one by hand)."""
+
+    scheduler: bool = True
+    kubelet: bool = True
+    jobs: bool = True
+    modelserving: bool = True
+    scheduler_period: float = 0.1
+    kubelet_start_delay: float = 0.0
+
+
+class ControlPlane:
+    """The components a config switches on, over one API server's store."""
+
+    def __init__(self, api: Api, config: ControlPlaneConfig | None = None) -> None:
+        self.config = config = config or ControlPlaneConfig()
+        self.scheduler = Scheduler(api, period=config.scheduler_period) if config.scheduler else None
+        self.kubelet = Kubelet(api.store, start_delay=config.kubelet_start_delay) if config.kubelet else None
+        wants_workloads = config.jobs or config.modelserving
+        self.workloads = Workloads(api, jobs=config.jobs, modelserving=config.modelserving) if wants_workloads else None
+
+    @property
+    def parts(self) -> list[Loop]:
+        return [p for p in (self.scheduler, self.kubelet, self.workloads) if p is not None]
+
+    def start(self) -> None:
+        for part in self.parts:
+            part.start()
+
+    def stop(self) -> None:
+        for part in self.parts:
+            part.stop()
+
+    def cycle(self) -> int:
+        """One pass of every part in order (workloads, scheduler, kubelet); returns objects changed."""
+        return sum(p.cycle() for p in (self.workloads, self.scheduler, self.kubelet) if p is not None)
