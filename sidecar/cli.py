@@ -299,7 +299,7 @@ def cmd_sandbox_serve(ns: argparse.Namespace) -> int:
     """The API server emulator on loopback until SIGINT/SIGTERM; --load fills it from a snapshot."""
     from sidecar.sandbox.apiserver.server import serve
 
-    return serve(ns.port, ns.kubeconfig, ns.load)
+    return serve(ns.port, ns.kubeconfig, ns.load, control_plane=ns.control_plane)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -369,6 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
     sbs.add_argument("--port", type=int, default=0, help="0: a free port")
     sbs.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
     sbs.add_argument("--load", help="snapshot file whose nodes, pods, PodGroups and PDBs to create")
+    sbs.add_argument(
+        "--control-plane", action="store_true", help="also run the simulated scheduler, kubelet, controllers"
+    )
     sbs.set_defaults(func=cmd_sandbox_serve)
     return p
 

@@ -7,6 +7,10 @@ the end-to-end tests run every part on its thread and wait (bounded) for what a 
 
 from __future__ import annotations
 
+import shutil
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +18,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pytest
+import yaml
 from kubernetes import client, config
 
 from sidecar.mirror.core import Mirror
@@ -25,6 +30,7 @@ from sidecar.snapshot.decode import decode
 from sidecar.snapshot.kube import GROUP_NAME, snapshot_from_objects
 
 T = TypeVar("T")
+GUIDE = Path(__file__).resolve().parents[1] / "sidecar" / "data" / "guide-ascend.json"
 JOB_OWNER = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "train", "uid": "job-uid-1"}
 MS_OWNER = {"apiVersion": "workload.serving.volcano.sh/v1alpha1", "kind": "ModelServing", "name": "llm", "uid": "ms-1"}
 
@@ -231,3 +237,32 @@ def test_a_disrupted_serving_group_is_recreated_whole_under_a_new_podgroup(live:
     assert [(g["metadata"]["name"], g["metadata"]["ownerReferences"][0]["name"]) for g in groups["items"]] == [
         ("llm-0-r1", "llm")
     ]
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+def test_sandbox_serve_control_plane_runs_what_kubectl_applies(tmp_path: Path) -> None:
+    kc, manifest = tmp_path / "kubeconfig", tmp_path / "pod.yaml"
+    manifest.write_text(yaml.safe_dump(pod("hello", cpu="100m")))
+    cmd = [sys.executable, "-m", "sidecar", "sandbox", "serve", "--control-plane", "--load", str(GUIDE)]
+    proc = subprocess.Popen([*cmd, "--kubeconfig", str(kc)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().startswith("serving http://127.0.0.1:")
+        kubectl = ["kubectl", "--kubeconfig", str(kc)]
+        run = subprocess.run([*kubectl, "apply", "-f", str(manifest)], capture_output=True, text=True, timeout=30)
+        assert run.returncode == 0, run.stderr
+        wait = [*kubectl, "wait", "--for=condition=Ready", "pod/hello", "--timeout=20s"]
+        run = subprocess.run(wait, capture_output=True, text=True, timeout=30)
+        assert run.returncode == 0, run.stderr
+        wide = subprocess.run(
+            [*kubectl, "get", "pod", "hello", "-o", "wide"], capture_output=True, text=True, timeout=30
+        )
+        assert "Running" in wide.stdout and "ascend-node-0" in wide.stdout, wide.stdout
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+            raise
+    assert code == 0
