@@ -8,9 +8,7 @@ the end-to-end tests run every part on its thread and wait (bounded) for what a 
 from __future__ import annotations
 
 import shutil
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +26,7 @@ from sidecar.sandbox.controlplane import ControlPlaneConfig
 from sidecar.sandbox.controlplane.scheduler import PODGROUP_KEY
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.kube import GROUP_NAME, snapshot_from_objects
+from tests.sandbox_fixtures import serving
 
 T = TypeVar("T")
 GUIDE = Path(__file__).resolve().parents[1] / "sidecar" / "data" / "guide-ascend.json"
@@ -243,10 +242,7 @@ def test_a_disrupted_serving_group_is_recreated_whole_under_a_new_podgroup(live:
 def test_sandbox_serve_control_plane_runs_what_kubectl_applies(tmp_path: Path) -> None:
     kc, manifest = tmp_path / "kubeconfig", tmp_path / "pod.yaml"
     manifest.write_text(yaml.safe_dump(pod("hello", cpu="100m")))
-    cmd = [sys.executable, "-m", "sidecar", "sandbox", "serve", "--control-plane", "--load", str(GUIDE)]
-    proc = subprocess.Popen([*cmd, "--kubeconfig", str(kc)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().startswith("serving http://127.0.0.1:")
+    with serving("--control-plane", "--load", str(GUIDE), "--kubeconfig", str(kc)):
         kubectl = ["kubectl", "--kubeconfig", str(kc)]
         run = subprocess.run([*kubectl, "apply", "-f", str(manifest)], capture_output=True, text=True, timeout=30)
         assert run.returncode == 0, run.stderr
@@ -257,12 +253,3 @@ def test_sandbox_serve_control_plane_runs_what_kubectl_applies(tmp_path: Path) -
             [*kubectl, "get", "pod", "hello", "-o", "wide"], capture_output=True, text=True, timeout=30
         )
         assert "Running" in wide.stdout and "ascend-node-0" in wide.stdout, wide.stdout
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-            raise
-    assert code == 0

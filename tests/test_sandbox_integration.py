@@ -4,12 +4,7 @@ controller, CRD validation and printer columns, snapshot loading, and ``sandbox 
 from __future__ import annotations
 
 import json
-import os
-import queue
-import signal
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +19,7 @@ from sidecar.sandbox.apiserver import ApiServer
 from sidecar.sandbox.apiserver.server import crd_manifests
 from sidecar.sandbox.objects import objects_from_snapshot
 from sidecar.snapshot.io import load_snapshot
-from tests.sandbox_fixtures import k8s, kubeconfig, pod, server
+from tests.sandbox_fixtures import k8s, kubeconfig, pod, server, serving
 
 __all__ = ["k8s", "kubeconfig", "server"]
 
@@ -270,26 +265,8 @@ def _kubectl(kc: Path, *args: str) -> str:
 @needs_kubectl
 def test_sandbox_serve_load_then_kubectl_as_a_person_would(tmp_path: Path) -> None:
     kc = tmp_path / "kubeconfig"
-    cmd = [
-        sys.executable,
-        "-m",
-        "sidecar",
-        "sandbox",
-        "serve",
-        "--load",
-        str(GUIDE),
-        "--port",
-        "0",
-        "--kubeconfig",
-        str(kc),
-    ]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ)
-    lines: queue.Queue[str] = queue.Queue()
-    assert proc.stdout is not None
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or []], daemon=True).start()
-    try:
-        first = lines.get(timeout=30)
-        assert first.startswith("serving http://127.0.0.1:") and str(kc) in first, first
+    with serving("--load", str(GUIDE), "--port", "0", "--kubeconfig", str(kc)) as first:
+        assert str(kc) in first, first
         url = first.split()[1]
         assert yaml.safe_load(kc.read_text())["clusters"][0]["cluster"]["server"] == url
         got = _kubectl(kc, "get", "nodes,pods", "-A", "-o", "name")
@@ -301,12 +278,3 @@ def test_sandbox_serve_load_then_kubectl_as_a_person_would(tmp_path: Path) -> No
         assert "ascend-node-01   Ready" in table and "repack-demo" in table
         groups = _kubectl(kc, "get", "podgroups", "-A").splitlines()
         assert groups[0].split()[:2] == ["NAMESPACE", "NAME"] and len(groups) == 4
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-            raise
-    assert code == 0, proc.stderr.read() if proc.stderr else ""
