@@ -4,6 +4,7 @@ import asyncio
 import threading
 from collections.abc import Iterator
 
+import hypothesis  # noqa: F401  (imported up front: see below)
 import pytest
 
 from sidecar import logs
@@ -11,6 +12,11 @@ from sidecar.server.app import RunningServer, start
 from sidecar.server.config import MIB, ServerConfig
 
 logs.configure("json", "warning")
+
+# hypothesis' pytest plugin imports the package lazily in its terminal summary. Imported then,
+# pytest's assertion rewriter parses it while finalizers of the sandbox tests' HTTP clients may
+# run, and CPython 3.11's parser can fail with "AST constructor recursion depth mismatch"
+# (seen when only the sandbox tests run). Importing it here keeps that parse at start-up.
 
 
 class ServerThread:

@@ -275,3 +275,12 @@ def test_dropped_watch_and_forced_expiry(server: ApiServer, k8s: client.ApiClien
     with pytest.raises(ApiException) as exc:
         list(watch.Watch().stream(core.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=1))
     assert exc.value.status == 410
+
+
+def test_a_dry_run_is_refused_not_applied(k8s: client.ApiClient) -> None:
+    """The sandbox has no dry-run path; answering 400 beats writing what the caller asked to only check."""
+    core = client.CoreV1Api(k8s)
+    with pytest.raises(ApiException) as err:
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="dry")), dry_run="All")
+    assert err.value.status == 400 and "dryRun" in err.value.body
+    assert "dry" not in [n.metadata.name for n in core.list_namespace().items]

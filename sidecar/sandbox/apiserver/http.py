@@ -99,6 +99,9 @@ class Handler(BaseHTTPRequestHandler):
             route = self._route(url.path)
             verb = self._verb(method, route)
             self.server.faults.check(verb, route.rt.plural, route.sub)
+            if self.q.get("dryRun") and method != "GET":
+                # refused rather than silently applied: a dry run that writes would lose data
+                raise ApiError(400, "dryRun is not supported by the sandbox API server")
             self._dispatch(method, verb, route)
         except ApiError as exc:
             self._send(exc.code, exc.status())
