@@ -8,9 +8,10 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client, config
@@ -91,3 +92,17 @@ def serving(*args: str) -> Iterator[str]:
             proc.wait(5)
             raise
     assert code == 0, proc.stderr.read() if proc.stderr else ""
+
+
+T = TypeVar("T")
+
+
+def wait_for(what: Callable[[], T | None], timeout: float = 10.0) -> T:
+    """Poll ``what`` until it returns something truthy (controllers act asynchronously), bounded."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = what()
+        if got:
+            return got
+        time.sleep(0.02)
+    raise AssertionError(f"condition not met within {timeout}s")

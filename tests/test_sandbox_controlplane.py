@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,22 +25,11 @@ from sidecar.sandbox.controlplane import ControlPlaneConfig
 from sidecar.sandbox.controlplane.scheduler import PODGROUP_KEY
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.kube import GROUP_NAME, snapshot_from_objects
-from tests.sandbox_fixtures import serving
+from tests.sandbox_fixtures import serving, wait_for
 
-T = TypeVar("T")
 GUIDE = Path(__file__).resolve().parents[1] / "sidecar" / "data" / "guide-ascend.json"
 JOB_OWNER = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "train", "uid": "job-uid-1"}
 MS_OWNER = {"apiVersion": "workload.serving.volcano.sh/v1alpha1", "kind": "ModelServing", "name": "llm", "uid": "ms-1"}
-
-
-def wait_for(what: Callable[[], T | None], timeout: float = 10.0) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = what()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s")
 
 
 def node(name: str, cpu: str = "4", memory: str = "16Gi", **labels: str) -> dict[str, Any]:

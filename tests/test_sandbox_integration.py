@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from sidecar.sandbox.apiserver import ApiServer
 from sidecar.sandbox.apiserver.server import crd_manifests
 from sidecar.sandbox.objects import objects_from_snapshot
 from sidecar.snapshot.io import load_snapshot
-from tests.sandbox_fixtures import k8s, kubeconfig, pod, server, serving
+from tests.sandbox_fixtures import k8s, kubeconfig, pod, server, serving, wait_for
 
 __all__ = ["k8s", "kubeconfig", "server"]
 
@@ -28,16 +27,6 @@ GUIDE = ROOT / "sidecar" / "data" / "guide-ascend.json"
 HAVE_KUBECTL = subprocess.run(["which", "kubectl"], capture_output=True).returncode == 0
 needs_kubectl = pytest.mark.skipif(not HAVE_KUBECTL, reason="kubectl is not installed")
 READY = [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]
-
-
-def _wait(pred: Callable[[], Any], timeout: float = 5.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError(f"condition not met within {timeout}s")
 
 
 def _running(server: ApiServer, name: str, app: str = "web") -> None:
@@ -70,7 +59,7 @@ def test_eviction_is_refused_with_429_when_the_pdb_allows_no_disruption(
     for name in ("a", "b"):
         _running(server, name)
     _pdb(policy, "web", 2)
-    status = _wait(lambda: (s := _budget(policy, "web")) and s.observed_generation == 1 and s)
+    status = wait_for(lambda: (s := _budget(policy, "web")) and s.observed_generation == 1 and s)
     assert (status.current_healthy, status.desired_healthy, status.disruptions_allowed) == (2, 2, 0)
     with pytest.raises(ApiException) as exc:
         _evict(core, "a")
@@ -91,14 +80,14 @@ def test_an_allowed_eviction_charges_the_pdb_and_the_next_one_is_refused(
     for name in ("a", "b", "c"):
         _running(server, name)
     _pdb(policy, "web", 2)
-    _wait(lambda: _budget(policy, "web").disruptions_allowed == 1)
+    wait_for(lambda: _budget(policy, "web").disruptions_allowed == 1)
     _evict(core, "a")
     evicted = core.read_namespaced_pod("a", "default")
     assert evicted.metadata.deletion_timestamp is not None  # bound: graceful deletion, 30 s
     assert any(c.type == "DisruptionTarget" and c.reason == "EvictionByEvictionAPI" for c in evicted.status.conditions)
     charged = _budget(policy, "web")  # the eviction's own write: one fewer allowed, the pod noted
     assert charged.disruptions_allowed == 0 and list(charged.disrupted_pods) == ["a"]
-    synced = _wait(lambda: (s := _budget(policy, "web")).current_healthy == 2 and s)  # then the controller
+    synced = wait_for(lambda: (s := _budget(policy, "web")).current_healthy == 2 and s)  # then the controller
     assert synced.disruptions_allowed == 0 and not synced.disrupted_pods  # a is terminating: not healthy
     with pytest.raises(ApiException) as exc:
         _evict(core, "b")
@@ -114,7 +103,7 @@ def test_two_pdbs_on_one_pod_answer_500(server: ApiServer, k8s: client.ApiClient
     _running(server, "a")
     _pdb(policy, "one", 0)
     _pdb(policy, "two", 0)
-    _wait(lambda: _budget(policy, "two").observed_generation == 1)
+    wait_for(lambda: _budget(policy, "two").observed_generation == 1)
     with pytest.raises(ApiException) as exc:
         _evict(core, "a")
     assert exc.value.status == 500 and "more than one PodDisruptionBudget" in exc.value.body
@@ -125,17 +114,17 @@ def test_pdb_status_follows_pod_readiness(server: ApiServer, k8s: client.ApiClie
     for name in ("a", "b"):
         _running(server, name)
     _pdb(policy, "web", 1)
-    _wait(lambda: _budget(policy, "web").disruptions_allowed == 1)
+    wait_for(lambda: _budget(policy, "web").disruptions_allowed == 1)
     unready = {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
     core.patch_namespaced_pod_status("b", "default", unready)
-    status = _wait(lambda: (s := _budget(policy, "web")).disruptions_allowed == 0 and s)
+    status = wait_for(lambda: (s := _budget(policy, "web")).disruptions_allowed == 0 and s)
     assert status.current_healthy == 1 and status.conditions[0].reason == "InsufficientPods"
     with pytest.raises(ApiException) as exc:
         _evict(core, "a")
     assert exc.value.status == 429
     _evict(core, "b")  # unready while the budget is met: evicted without charging it
     _running(server, "c")
-    status = _wait(lambda: (s := _budget(policy, "web")).disruptions_allowed == 1 and s)
+    status = wait_for(lambda: (s := _budget(policy, "web")).disruptions_allowed == 1 and s)
     assert status.current_healthy == 2 and status.conditions[0].reason == "SufficientPods"
 
 
@@ -248,7 +237,7 @@ def test_load_keeps_stored_state_and_gc_spares_owners_it_never_saw(server: ApiSe
     ]
     core.create_namespaced_pod("default", both)
     coord.delete_namespaced_lease("owner", "default")
-    refs = _wait(
+    refs = wait_for(
         lambda: [r.name for r in core.read_namespaced_pod("both", "default").metadata.owner_references] == ["j"]
     )
     assert refs
