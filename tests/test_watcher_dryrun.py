@@ -4,6 +4,7 @@ the guide's Step 4 run planned in process and through a real sidecar, a bad goal
 from __future__ import annotations
 
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from sidecar.snapshot.io import load_snapshot
 from sidecar.watcher.controller import Controller
 from sidecar.watcher.dryrun import GROUP, PLURAL, VERSION, InProcessPlanner, Planner
 from tests.conftest import ServerThread
+from tests.sandbox_fixtures import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "sidecar" / "data" / "guide-ascend.json"
@@ -184,3 +186,24 @@ def test_the_cli_watches_once(k8s: client.ApiClient, kubeconfig: Path, capsys: p
     assert main(["watch", "--kubeconfig", str(kubeconfig), "--in-process", "--once"]) == 0
     assert f"repackrun/{NAME} Succeeded" in capsys.readouterr().out
     assert read_run(k8s)["status"]["phase"] == "Succeeded"
+
+
+def test_a_sidecar_that_is_down_fails_the_run_explicitly(k8s: client.ApiClient, kubeconfig: Path) -> None:
+    apply_guide_run(k8s, kubeconfig)
+    with RepackClient("127.0.0.1:1", timeout=2) as down:
+        assert Controller(k8s, down).run_once() == {NAME: "Failed"}
+    failed = condition(read_run(k8s), "Failed")
+    assert failed["reason"] == "PlannerUnavailable" and "UNAVAILABLE" in failed["message"]
+
+
+def test_the_loop_reconciles_new_runs_and_stops(k8s: client.ApiClient, kubeconfig: Path) -> None:
+    controller = Controller(k8s, InProcessPlanner(), period=0.05)
+    loop = threading.Thread(target=controller.run, daemon=True)
+    loop.start()
+    try:
+        apply_guide_run(k8s, kubeconfig)
+        wait_for(lambda: (read_run(k8s).get("status") or {}).get("phase") == "Succeeded")
+    finally:
+        controller.stop()
+        loop.join(5)
+    assert not loop.is_alive()
