@@ -1,4 +1,4 @@
-"""``repack-sidecar`` command line: serve, evaluate, plan, demo, snapshot synth."""
+"""``repack-sidecar`` command line: serve, evaluate, plan, demo, snapshot synth, sandbox serve, watch."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from sidecar import logs
 from sidecar.api.v1alpha1 import plan_pb2, service_pb2
 from sidecar.errors import InputError
 from sidecar.scenarios.synth import SynthOptions
+from sidecar.watcher.args import watch_arguments
 
 if TYPE_CHECKING:
     from sidecar.service import RepackService
@@ -302,6 +303,13 @@ def cmd_sandbox_serve(ns: argparse.Namespace) -> int:
     return serve(ns.port, ns.kubeconfig, ns.load, control_plane=ns.control_plane)
 
 
+def cmd_watch(ns: argparse.Namespace) -> int:
+    from sidecar.client import RepackClient
+    from sidecar.watcher.controller import watch
+
+    return watch(ns.kubeconfig, RepackClient(ns.sidecar) if ns.sidecar else None, once=ns.once, period=ns.period)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="repack-sidecar", description=__doc__)
     p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
@@ -373,6 +381,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--control-plane", action="store_true", help="also run the simulated scheduler, kubelet, controllers"
     )
     sbs.set_defaults(func=cmd_sandbox_serve)
+    w = sub.add_parser("watch", help="the RepackRun controller (DryRun) on a cluster")
+    watch_arguments(w)
+    w.set_defaults(func=cmd_watch)
     return p
 
 
@@ -381,10 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.configure(ns.log_format, ns.log_level or ("warning" if ns.command == "demo" else "info"))
     try:
         return int(ns.func(ns))
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as exc:
+    except (InputError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into head & co.
