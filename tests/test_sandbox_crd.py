@@ -24,12 +24,12 @@ from hypothesis import strategies as st
 from sidecar.sandbox.crd import CustomResource, human_duration
 
 ROOT = Path(__file__).resolve().parents[1]
-CRDS = sorted((ROOT / "manifests" / "crds").glob("*_*.yaml"))
+CRDS = sorted((ROOT / "manifests" / "crd").glob("*_*.yaml"))
 GUIDE_RUN = ROOT / "sidecar" / "data" / "guide-ascend-dryrun.yaml"
 
 
 def _load(name: str) -> CustomResource:
-    return CustomResource(yaml.safe_load((ROOT / "manifests" / "crds" / name).read_text()))
+    return CustomResource(yaml.safe_load((ROOT / "manifests" / "crd" / name).read_text()))
 
 
 RR = _load("repack.volcano.sh_repackruns.yaml")
