@@ -142,6 +142,18 @@ def test_gates_can_only_be_removed(v1: client.CoreV1Api, patch: list[dict[str, A
     assert gate_names(v1, "w") == [GATE]
 
 
+def test_strategic_merge_patches_merge_gates_by_name(v1: client.CoreV1Api) -> None:
+    """schedulingGates is a list map keyed by name (patchMergeKey): the official client's default patch
+    removes a gate with the $patch: delete directive, and adding one by strategic merge is refused."""
+    v1.create_namespaced_pod("default", gated("w", GATE, OTHER))
+    v1.patch_namespaced_pod("w", "default", {"spec": {"schedulingGates": [{"name": GATE, "$patch": "delete"}]}})
+    assert gate_names(v1, "w") == [OTHER]
+    with pytest.raises(ApiException) as exc:
+        v1.patch_namespaced_pod("w", "default", {"spec": {"schedulingGates": [{"name": "example.com/new"}]}})
+    assert [c["field"] for c in causes(exc)] == ["spec.schedulingGates[1].name"]
+    assert gate_names(v1, "w") == [OTHER]
+
+
 def test_an_ungated_pod_cannot_gain_a_gate(v1: client.CoreV1Api) -> None:
     v1.create_namespaced_pod("default", pod("p"))
     body = v1.read_namespaced_pod("p", "default").to_dict()
