@@ -5,7 +5,7 @@ WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
 COPY proto ./proto
 COPY ext ./ext
-COPY manifests/crds ./manifests/crds
+COPY manifests/crd ./manifests/crd
 COPY sidecar ./sidecar
 RUN pip wheel --no-cache-dir -w /wheels .
 

@@ -1,8 +1,8 @@
 """Builds the Cython kernels in ext/ into the sidecar package, and ships the CRDs with it.
 
 Every kernel has a pure-numpy twin, so the build is optional: without a C compiler (or with
-REPACK_PURE_PYTHON=1) the package installs and runs on the twins. manifests/crds stays the one
-source of the CRDs (kubectl apply -k uses it); the build copies them to sidecar/data/crds so
+REPACK_PURE_PYTHON=1) the package installs and runs on the twins. manifests/crd stays the one
+source of the CRDs (kubectl apply -k uses it); the build copies them to sidecar/data/crd so
 ``repack-sidecar sandbox serve --load`` finds them in an installed wheel.
 """
 
@@ -15,7 +15,7 @@ from setuptools import setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
-CRDS = Path(__file__).resolve().parent / "manifests" / "crds"
+CRDS = Path(__file__).resolve().parent / "manifests" / "crd"
 
 KERNELS = {
     # module name inside the package : source in ext/
@@ -42,13 +42,13 @@ class OptionalBuildExt(build_ext):
 
 
 class BuildPyWithCrds(build_py):
-    """Copy manifests/crds/*_*.yaml into the built package (editable installs read manifests/ directly)."""
+    """Copy manifests/crd/*_*.yaml into the built package (editable installs read manifests/ directly)."""
 
     def run(self):
         super().run()
         if getattr(self, "editable_mode", False):
             return
-        out = Path(self.build_lib) / "sidecar" / "data" / "crds"
+        out = Path(self.build_lib) / "sidecar" / "data" / "crd"
         out.mkdir(parents=True, exist_ok=True)
         for crd in sorted(CRDS.glob("*_*.yaml")):
             shutil.copyfile(crd, out / crd.name)

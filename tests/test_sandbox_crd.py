@@ -22,14 +22,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sidecar.sandbox.crd import CustomResource, human_duration
+from sidecar.sandbox.schema import RULES_NOT_CHECKED
 
 ROOT = Path(__file__).resolve().parents[1]
-CRDS = sorted((ROOT / "manifests" / "crds").glob("*_*.yaml"))
+CRDS = sorted((ROOT / "manifests" / "crd").glob("*_*.yaml"))
 GUIDE_RUN = ROOT / "sidecar" / "data" / "guide-ascend-dryrun.yaml"
 
 
 def _load(name: str) -> CustomResource:
-    return CustomResource(yaml.safe_load((ROOT / "manifests" / "crds" / name).read_text()))
+    return CustomResource(yaml.safe_load((ROOT / "manifests" / "crd" / name).read_text()))
 
 
 RR = _load("repack.volcano.sh_repackruns.yaml")
@@ -146,10 +147,10 @@ def test_guide_run_validates_clean_and_gets_the_guide_weights() -> None:
             'Invalid value: "": spec.goals[0].resource in body should be at least 1 chars long',
         ),
         (
-            {"goals": [{"resource": "x" * 254}]},
+            {"goals": [{"resource": "example.com/" + "x" * 310}]},
             "FieldValueTooLong",
             "spec.goals[0].resource",
-            "Too long: may not be more than 253 bytes",
+            "Too long: may not be more than 317 bytes",
         ),
         (
             {"scope": {"nodes": {"include": {"selector": {"matchExpressions": [{"key": "a", "operator": "Gt"}]}}}}},
@@ -180,7 +181,8 @@ def test_missing_spec_fields_are_required() -> None:
     obj = _run()
     del obj["spec"]["mode"]
     assert RR.validate(RR.default(obj), None) == [
-        {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.mode"}
+        {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.mode"},
+        RULES_NOT_CHECKED,
     ]
     del obj["spec"]
     assert RR.validate(RR.default(obj), None)[0]["field"] == "spec"
@@ -250,6 +252,31 @@ def _obj_schema(**props: Any) -> dict[str, Any]:
         (_obj_schema(x={"type": "string", "x-kubernetes-validations": [{"rule": "self.matches('a')"}]}), ".rule"),
         (_obj_schema(x={"type": "string", "x-kubernetes-validations": [{"rule": "self.size() > 1"}]}), ".rule"),
         (_obj_schema(x={"type": "integer", "x-kubernetes-validations": [{"rule": "self + 1 > 2"}]}), ".rule"),
+        (_obj_schema(x={"type": "integer", "x-kubernetes-validations": [{"rule": "k == 1"}]}), ".rule"),
+        (
+            _obj_schema(
+                x={
+                    "type": "array",
+                    "items": {"type": "integer"},
+                    "x-kubernetes-validations": [{"rule": "self.all(self, true)"}],
+                }
+            ),
+            ".rule",
+        ),
+        (
+            _obj_schema(
+                x={
+                    "type": "array",
+                    "items": {"type": "integer"},
+                    "x-kubernetes-validations": [{"rule": "self.all(i, i > 0) && i > 0"}],
+                }
+            ),
+            ".rule",
+        ),
+        (
+            _obj_schema(x={"type": "object", "x-kubernetes-validations": [{"rule": "true", "fieldPath": ".nope"}]}),
+            "fieldPath",
+        ),
         (
             _obj_schema(
                 x={
@@ -299,6 +326,19 @@ def test_bad_names_and_versions_are_refused() -> None:
         ("!has(self.a) && size(self.name) < 4", {"name": "abcd"}, False),
         ("self.mode != 'Execute' || self.grace >= 0", {"mode": "Execute", "grace": -1}, False),
         ('self.items[0] == "x"', {"items": ["x"]}, True),
+        # macros over list elements and map keys, with a bound variable
+        ("self.items.all(i, i != 'x')", {"items": ["a", "b"]}, True),
+        ("self.items.all(i, i != 'x')", {"items": ["a", "x"]}, False),
+        ("self.items.exists(i, i == 'x')", {"items": []}, False),
+        ("self.budget.all(k, k == self.name)", {"budget": {"a.com/x": 1}, "name": "a.com/x"}, True),
+        ("self.budget.all(k, k == self.name)", {"budget": {"a.com/x": 1, "b": 2}, "name": "a.com/x"}, False),
+        ("self.rows.all(r, !has(r.values) || size(r.values) > 0)", {"rows": [{"values": []}]}, False),
+        # string functions
+        ("self.name.startsWith('requests.')", {"name": "requests.a/b"}, True),
+        ("self.name.endsWith('/gpu') && !self.name.contains('kubernetes.io/')", {"name": "nvidia.com/gpu"}, True),
+        # && and || are commutative over errors: the deciding side wins over a missing key on the other
+        ("self.a == 1 || true", {}, True),
+        ("has(self.a) && self.a > 1 || self.min == 0", {"min": 0}, True),
     ],
 )
 def test_supported_rule_forms(rule: str, value: dict[str, Any], ok: bool) -> None:
@@ -307,6 +347,11 @@ def test_supported_rule_forms(rule: str, value: dict[str, Any], ok: bool) -> Non
         "name": {"type": "string"},
         "mode": {"type": "string"},
         "items": {"type": "array", "items": {"type": "string"}},
+        "budget": {"type": "object", "additionalProperties": {"type": "number"}},
+        "rows": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"values": {"type": "array", "items": {"type": "string"}}}},
+        },
     }
     schema = _obj_schema()
     schema["properties"]["spec"] = {"type": "object", "properties": props, "x-kubernetes-validations": [{"rule": rule}]}
@@ -315,6 +360,66 @@ def test_supported_rule_forms(rule: str, value: dict[str, Any], ok: bool) -> Non
     assert (causes == []) is ok, causes
     if not ok:
         assert causes[0]["message"] == f'Invalid value: "object": failed rule: {rule}'
+
+
+def _rules_crd(rules: list[dict[str, Any]], **props: Any) -> CustomResource:
+    schema = _obj_schema()
+    schema["properties"]["spec"] = {"type": "object", "properties": props, "x-kubernetes-validations": rules}
+    return CustomResource(_crd(schema))
+
+
+def test_blocking_schema_errors_skip_every_rule_and_say_so() -> None:
+    """strategy.go hasBlockingErr: type, required, enum, too long and too many errors stop all CEL rules
+    (the object lacks the shape they were written for); other schema errors do not."""
+    cr = _rules_crd(
+        [{"rule": "self.n > 5", "message": "n must exceed 5"}],
+        n={"type": "integer", "minimum": 0},
+        mode={"type": "string", "enum": ["A", "B"]},
+    )
+    assert cr.validate({"spec": {"n": 1, "mode": "C"}}, None) == [
+        {
+            "reason": "FieldValueNotSupported",
+            "message": 'Unsupported value: "C": supported values: "A", "B"',
+            "field": "spec.mode",
+        },
+        RULES_NOT_CHECKED,
+    ]
+    assert cr.validate({"spec": {"n": -1}}, None) == [  # minimum is not blocking: the rule runs too
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Invalid value: -1: spec.n in body should be greater than or equal to 0",
+            "field": "spec.n",
+        },
+        {"reason": "FieldValueInvalid", "message": 'Invalid value: "object": n must exceed 5', "field": "spec"},
+    ]
+    plain = CustomResource(_crd(_obj_schema(mode={"type": "string", "enum": ["A"]})))
+    assert RULES_NOT_CHECKED not in plain.validate({"spec": {"mode": "C"}}, None), "no rules, no CEL validator"
+
+
+def test_rule_reasons_field_paths_and_evaluation_errors() -> None:
+    """A failed rule is reported at its fieldPath with its reason; a rule that cannot be evaluated at
+    its own node, worded as validateExpressions words runtime errors."""
+    cr = _rules_crd(
+        [
+            {"rule": "has(self.values)", "reason": "FieldValueRequired", "fieldPath": ".values", "message": "need"},
+            {"rule": "!has(self.extra)", "reason": "FieldValueForbidden", "fieldPath": ".extra", "message": "no"},
+            {"rule": "self.values[0] == 'a'", "fieldPath": ".values", "message": "first must be a"},
+        ],
+        values={"type": "array", "items": {"type": "string"}},
+        extra={"type": "string"},
+    )
+    assert cr.validate({"spec": {"extra": "x"}}, None) == [
+        {"reason": "FieldValueRequired", "message": "Required value: need", "field": "spec.values"},
+        {"reason": "FieldValueForbidden", "message": "Forbidden: no", "field": "spec.extra"},
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "object": no such key: values evaluating rule: first must be a',
+            "field": "spec",
+        },
+    ]
+    assert cr.validate({"spec": {"values": ["b"]}}, None) == [
+        {"reason": "FieldValueInvalid", "message": 'Invalid value: "object": first must be a', "field": "spec.values"}
+    ]
 
 
 def test_nulls_defaults_and_int_or_string() -> None:
@@ -351,31 +456,43 @@ def test_table_has_name_printer_columns_and_partial_metadata() -> None:
     obj["metadata"]["creationTimestamp"] = "2026-07-30T10:00:00Z"
     obj["status"] = {
         "phase": "Succeeded",
-        "conditions": [
-            {"type": "Other", "status": "True", "reason": "X"},
+        "conditions": [  # Reason shows the condition that is True: the one describing the current state
+            {"type": "Waiting", "status": "False", "reason": "AnotherRunActive"},
             {"type": "Complete", "status": "True", "reason": "RepackRecommended"},
         ],
         "plan": {
             "summary": {"freedNodeCount": 1, "fragBeforePercent": 33.3, "fragAfterPercent": 0, "movedCardCount": 2}
         },
+        "result": {"fragAfterPercent": 12.5},
     }
     table = RR.table([obj], now=datetime(2026, 7, 30, 10, 5, 30, tzinfo=timezone.utc))
     names = [(c["name"], c["priority"]) for c in table["columnDefinitions"]]
-    assert names[0] == ("Name", 0) and names[-1] == ("Age", 0)
-    assert [n for n, p in names if p == 0] == ["Name", "Mode", "Phase", "Reason", "Freed", "Age"]
+    assert names[0] == ("Name", 0) and names[7] == ("Age", 0)
+    assert [n for n, p in names if p == 0] == [
+        "Name",
+        "Mode",
+        "Phase",
+        "Reason",
+        "Frag-Before",
+        "Frag-After",
+        "Freed",
+        "Age",
+    ]
+    assert [n for n, p in names if p == 1] == ["Resource", "Moved", "Actual-Frag", "Actual-Freed"]
     row = table["rows"][0]
     assert row["cells"] == [
         "ascend-guarded-dryrun",
         "DryRun",
         "Succeeded",
         "RepackRecommended",
-        1,
-        "huawei.com/ascend-1980",
         33.3,
         0.0,
-        2.0,
-        None,
+        1,
         "5m30s",
+        "huawei.com/ascend-1980",
+        2.0,
+        12.5,
+        None,  # unset: a nil cell, which kubectl prints blank
     ]
     assert (
         row["object"]["kind"] == "PartialObjectMetadata"
@@ -411,18 +528,42 @@ def test_human_duration(seconds: int, text: str) -> None:
 
 
 _label = st.text("abcdefghij-./", min_size=1, max_size=12)
+_resource = st.builds(
+    "{}.{}/{}".format,
+    st.from_regex(r"[a-z0-9]([-a-z0-9]{0,8}[a-z0-9])?", fullmatch=True),
+    st.sampled_from(["com", "io", "example.org"]),
+    st.from_regex(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?", fullmatch=True),
+)
+_names = st.lists(st.from_regex(r"[a-z0-9]([-a-z0-9]{0,6}[a-z0-9])?/[a-z0-9]{1,8}", fullmatch=True), max_size=3)
+_label_value = st.from_regex(r"(([A-Za-z0-9][-A-Za-z0-9_.]{0,8})?[A-Za-z0-9])?", fullmatch=True)
+_expression = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "key": st.just("a.b/c"),
+            "operator": st.sampled_from(["In", "NotIn"]),
+            "values": st.lists(_label_value, min_size=1),
+        }
+    ),
+    st.fixed_dictionaries({"key": st.just("k"), "operator": st.sampled_from(["Exists", "DoesNotExist"])}),
+)
 _filter = st.fixed_dictionaries(
     {},
     optional={
-        "names": st.lists(_label, max_size=3),
-        "selector": st.fixed_dictionaries({}, optional={"matchLabels": st.dictionaries(_label, _label, max_size=2)}),
+        "names": _names,
+        "selector": st.fixed_dictionaries(
+            {},
+            optional={
+                "matchLabels": st.dictionaries(_label, _label_value, max_size=2),
+                "matchExpressions": st.lists(_expression, max_size=2),
+            },
+        ),
     },
 )
 _specs = st.fixed_dictionaries(
     {
         "mode": st.sampled_from(["DryRun", "Execute"]),
         "goals": st.lists(
-            st.fixed_dictionaries({"resource": _label}, optional={"minFragImprovementPercent": st.floats(0, 100)}),
+            st.fixed_dictionaries({"resource": _resource}, optional={"minFragImprovementPercent": st.floats(0, 100)}),
             min_size=1,
             max_size=1,
         ),
@@ -433,7 +574,7 @@ _specs = st.fixed_dictionaries(
         ),
         "maxPerRun": st.fixed_dictionaries(
             {},
-            optional={"podGroups": st.integers(1, 2**31 - 1), "resources": st.dictionaries(_label, st.integers(1, 64))},
+            optional={"podGroups": st.integers(1, 2**31 - 1), "resources": st.floats(0.5, 64)},
         ),
         "ttlSecondsAfterFinished": st.integers(0, 10**9),
         "planner": st.fixed_dictionaries({}, optional={"movedPodsWeight": st.floats(0, 10)}),
@@ -445,6 +586,9 @@ _specs = st.fixed_dictionaries(
 @settings(max_examples=150, deadline=None)
 @given(_specs)
 def test_generated_valid_runs_validate_and_default_is_idempotent(spec: dict[str, Any]) -> None:
+    budget = spec.get("maxPerRun", {})
+    if "resources" in budget:  # the budget is keyed by the goal resource
+        budget["resources"] = {spec["goals"][0]["resource"]: budget["resources"]}
     obj = {"apiVersion": "repack.volcano.sh/v1alpha1", "kind": "RepackRun", "metadata": {"name": "x"}, "spec": spec}
     once = RR.default(obj)
     assert RR.default(once) == once

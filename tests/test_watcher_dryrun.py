@@ -119,17 +119,9 @@ def test_kubectl_wide_shows_mode_phase_and_fragmentation(k8s: client.ApiClient, 
     apply_guide_run(k8s, kubeconfig)
     Controller(k8s, InProcessPlanner()).run_once()
     header, row = kubectl(kubeconfig, "get", "repackruns", "-o", "wide").splitlines()
-    assert header.split()[:5] == ["NAME", "MODE", "PHASE", "REASON", "FREED"]
-    assert row.split()[:8] == [
-        NAME,
-        "DryRun",
-        "Succeeded",
-        "RepackRecommended",
-        "1",
-        "huawei.com/ascend-1980",
-        "33.3",
-        "0",
-    ]
+    assert header.split()[:7] == ["NAME", "MODE", "PHASE", "REASON", "FRAG-BEFORE", "FRAG-AFTER", "FREED"]
+    assert row.split()[:7] == [NAME, "DryRun", "Succeeded", "RepackRecommended", "33.3", "0", "1"]
+    assert row.split()[8] == "huawei.com/ascend-1980"
 
 
 def test_a_goal_no_node_provides_fails_naming_the_field(k8s: client.ApiClient, planner: Planner) -> None:

@@ -78,6 +78,8 @@ class CustomResource:
         if raw is None:
             raise ValueError(f"{where}.schema.openAPIV3Schema: Required value: schemas are required")
         self._schema = schema.parse(raw, f"{where}.schema.openAPIV3Schema", root=True)
+        #: the schema as declared, for the OpenAPI v3 document (``kubectl explain``)
+        self.openapi_schema: dict[str, Any] = copy.deepcopy(raw)
         self._columns = self._parse_columns(ver.get("additionalPrinterColumns"), where)
 
     @property

@@ -8,6 +8,10 @@ kube-openapi wording the API server wraps in field errors (apiserver/validation/
 
 Validation ratchets as Kubernetes >= 1.30 does (CRDValidationRatcheting): on update a subtree equal
 to its old value is not re-validated, so an object stored before a schema tightened stays editable.
+The ``x-kubernetes-validations`` rules run over the whole object after the schema checks, unless one
+of those is a blocking error (wrong type, required, enum, too long, too many: the object lacks the
+shape the rules were written for); then a single cause says the rules were not checked
+(apiextensions-apiserver pkg/registry/customresource/strategy.go, hasBlockingErr).
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sidecar.sandbox.cel import MISSING, Rule, equal
+from sidecar.sandbox.cel import MISSING, equal
+from sidecar.sandbox.celrules import XRule, parse_rule, rule_causes
 from sidecar.sandbox.fielderrors import Cause, cause, go_value, invalid, type_name
 
 _TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean"})
@@ -28,17 +33,17 @@ _METADATA_KEYS = frozenset({"description", "title", "example", "externalDocs", "
 _METADATA_KEYS |= {"x-kubernetes-list-map-keys", "x-kubernetes-map-type"}
 _CHECK_KEYS: tuple[str, ...] = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength")
 _CHECK_KEYS += ("maxLength", "pattern", "minItems", "maxItems", "minProperties", "maxProperties", "format")
-_REASONS = {"FieldValueInvalid", "FieldValueForbidden", "FieldValueRequired", "FieldValueDuplicate"}
 _INT_RANGE = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+#: schema errors that keep the CEL rules from running, and the cause said instead
+_BLOCKING = {"FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong", "FieldValueTooMany"}
+_BLOCKING |= {"FieldValueTypeInvalid"}
+RULES_NOT_CHECKED = {
+    "reason": "FieldValueInvalid",
+    "message": 'Invalid value: "null": some validation rules were not checked because the object was invalid; '
+    "correct the existing errors to complete validation",
+    "field": "<nil>",
+}
 _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
-
-
-@dataclass
-class XRule:
-    rule: Rule
-    message: str
-    reason: str
-    field_path: str
 
 
 @dataclass
@@ -59,6 +64,7 @@ class Schema:
     checks: dict[str, Any] = field(default_factory=dict)
     pattern: re.Pattern[str] | None = None
     rules: list[XRule] = field(default_factory=list)
+    has_rules: bool = False  # rules here or below (Kubernetes builds no CEL validator otherwise)
     any_of: list[Schema] = field(default_factory=list)
     all_of: list[Schema] = field(default_factory=list)
     one_of: list[Schema] = field(default_factory=list)
@@ -125,7 +131,11 @@ def parse(raw: Any, where: str, *, root: bool = False, value_only: bool = False)
     if "not" in raw:
         s.not_ = parse(raw["not"], f"{where}.not", value_only=True)
     for i, rule in enumerate(raw.get("x-kubernetes-validations") or ()):
-        s.rules.append(_parse_rule(rule, f"{where}.x-kubernetes-validations[{i}]"))
+        at = f"{where}.x-kubernetes-validations[{i}]"
+        s.rules.append(parse_rule(rule, at))
+        _check_field_path(s, s.rules[-1].field_path, at)
+    children = [*s.properties.values(), s.additional, s.items]
+    s.has_rules = bool(s.rules) or any(c is not None and c.has_rules for c in children)
     if "default" in raw:
         s.default = raw["default"]
         pruned = prune(s, copy.deepcopy(s.default))
@@ -137,23 +147,13 @@ def parse(raw: Any, where: str, *, root: bool = False, value_only: bool = False)
     return s
 
 
-def _parse_rule(raw: Any, where: str) -> XRule:
-    if not isinstance(raw, dict) or not isinstance(raw.get("rule"), str):
-        raise ValueError(f"{where}.rule: Required value")
-    for key in ("messageExpression", "optionalOldSelf"):
-        if key in raw:
-            raise ValueError(f"{where}.{key}: Forbidden: not supported by the sandbox (no CEL engine)")
-    reason = raw.get("reason", "FieldValueInvalid")
-    if reason not in _REASONS:
-        raise ValueError(f'{where}.reason: Unsupported value: "{reason}"')
-    field_path = raw.get("fieldPath", "")
-    if field_path and not re.fullmatch(r"(\.[A-Za-z_][A-Za-z0-9_]*)+", field_path):
-        raise ValueError(f"{where}.fieldPath: Invalid value: only .a.b paths are supported")
-    try:
-        rule = Rule(raw["rule"])
-    except ValueError as exc:
-        raise ValueError(f"{where}.rule: Invalid value: {raw['rule']!r}: {exc}") from exc
-    return XRule(rule, str(raw.get("message", "")), reason, field_path)
+def _check_field_path(s: Schema, field_path: str, where: str) -> None:
+    """A rule's fieldPath must name a field the schema declares (ValidateFieldPath)."""
+    node: Schema | None = s
+    for step in field_path.split(".")[1:]:
+        node = node.properties.get(step) if node is not None else None
+        if node is None:
+            raise ValueError(f"{where}.fieldPath: Invalid value: {field_path!r}: fieldPath must be a valid path")
 
 
 def prune(s: Schema | None, value: Any, *, root: bool = False) -> Any:
@@ -209,7 +209,18 @@ def _type_ok(t: str, value: Any) -> bool:
 
 
 def validate(s: Schema, value: Any, where: str, old: Any = MISSING) -> list[Cause]:
-    """Causes for ``value`` at body path ``where`` (old value for transition rules and ratcheting)."""
+    """Causes for ``value`` at body path ``where`` (old value for transition rules and ratcheting):
+    the schema's, then the rules' unless a schema error blocks them."""
+    errs = _check(s, value, where, old)
+    if not s.has_rules:
+        return errs
+    if any(e["reason"] in _BLOCKING for e in errs):
+        return [*errs, dict(RULES_NOT_CHECKED)]
+    return errs + _rule_tree(s, value, where, old)
+
+
+def _check(s: Schema, value: Any, where: str, old: Any = MISSING) -> list[Cause]:
+    """The schema's own causes (no rules)."""
     if old is not MISSING and equal(value, old):
         return []  # ratcheting: an unchanged subtree is not re-validated
     errs: list[Cause] = []
@@ -235,8 +246,6 @@ def validate(s: Schema, value: Any, where: str, old: Any = MISSING) -> list[Caus
     elif isinstance(value, list):
         errs += _array_checks(s, value, where)
     errs += _combinators(s, value, where)
-    if not errs:
-        errs += _rules(s, value, where, old)
     return errs
 
 
@@ -303,7 +312,7 @@ def _object_checks(s: Schema, value: dict[str, Any], where: str, old: Any) -> li
     for key, item in value.items():
         sub = s.properties.get(key, s.additional)
         if sub is not None:
-            errs += validate(sub, item, join(where, key), old_map.get(key, MISSING))
+            errs += _check(sub, item, join(where, key), old_map.get(key, MISSING))
     return errs
 
 
@@ -317,42 +326,36 @@ def _array_checks(s: Schema, value: list[Any], where: str) -> list[Cause]:
         errs.append(cause("FieldValueTooMany", where, msg))
     if s.items is not None:
         for i, item in enumerate(value):
-            errs += validate(s.items, item, f"{where}[{i}]")
+            errs += _check(s.items, item, f"{where}[{i}]")
     return errs
 
 
 def _combinators(s: Schema, value: Any, where: str) -> list[Cause]:
     errs: list[Cause] = []
     for sub in s.all_of:
-        errs += validate(sub, value, where)
-    if s.any_of and all(validate(sub, value, where) for sub in s.any_of):
+        errs += _check(sub, value, where)
+    if s.any_of and all(_check(sub, value, where) for sub in s.any_of):
         errs.append(invalid(where, value, f"{where} in body must validate at least one schema (anyOf)"))
-    if s.one_of and sum(not validate(sub, value, where) for sub in s.one_of) != 1:
+    if s.one_of and sum(not _check(sub, value, where) for sub in s.one_of) != 1:
         errs.append(invalid(where, value, f"{where} in body must validate one and only one schema (oneOf)"))
-    if s.not_ is not None and not validate(s.not_, value, where):
+    if s.not_ is not None and not _check(s.not_, value, where):
         errs.append(invalid(where, value, f"{where} in body must not validate the schema (not)"))
     return errs
 
 
-def _rules(s: Schema, value: Any, where: str, old: Any) -> list[Cause]:
-    errs: list[Cause] = []
-    for xr in s.rules:
-        if xr.rule.transition and old is MISSING:
-            continue  # transition rules run only on update, where an old value exists
-        outcome = xr.rule.evaluate(value, old)
-        if outcome is None:
-            continue
-        path = where + xr.field_path
-        if outcome:
-            detail = f"{xr.rule.text.strip()}: {outcome}" if not xr.message else xr.message
-        else:
-            detail = xr.message or f"failed rule: {xr.rule.text.strip()}"
-        if xr.reason == "FieldValueForbidden":
-            errs.append(cause(xr.reason, path, f"Forbidden: {detail}"))
-        elif xr.reason == "FieldValueRequired":
-            errs.append(cause(xr.reason, path, f"Required value: {detail}"))
-        elif xr.reason == "FieldValueDuplicate":
-            errs.append(cause(xr.reason, path, f'Duplicate value: "{s.type or type_name(value)}"'))
-        else:
-            errs.append(cause(xr.reason, path, f'Invalid value: "{s.type or type_name(value)}": {detail}'))
+def _rule_tree(s: Schema, value: Any, where: str, old: Any) -> list[Cause]:
+    """Every rule's causes, a node's own rules before its children's (cel/validation.go). Old values
+    follow object keys only, so transition rules under a list never run; unchanged subtrees ratchet."""
+    if not s.has_rules or value is None or (old is not MISSING and equal(value, old)):
+        return []
+    errs = rule_causes(s.rules, s.type or type_name(value), value, where, old)
+    if isinstance(value, dict):
+        old_map = old if isinstance(old, dict) else {}
+        for key, item in value.items():
+            sub = s.properties.get(key, s.additional)
+            if sub is not None:
+                errs += _rule_tree(sub, item, join(where, key), old_map.get(key, MISSING))
+    elif isinstance(value, list) and s.items is not None:
+        for i, item in enumerate(value):
+            errs += _rule_tree(s.items, item, f"{where}[{i}]", MISSING)
     return errs

@@ -75,8 +75,10 @@ def conflict(group: str, plural: str, name: str, why: str) -> ApiError:
 
 
 def invalid(kind: str, group: str, name: str, causes: list[dict[str, Any]]) -> ApiError:
+    """422 as errors.NewInvalid words it: one cause as is, several deduplicated in brackets (utilerrors aggregate)."""
     what = f"{kind}.{group}" if group else kind
-    text = ", ".join(f"{c.get('field', '')}: {c.get('message', '')}".lstrip(": ") for c in causes)
+    texts = list(dict.fromkeys(f"{c.get('field', '')}: {c.get('message', '')}".lstrip(": ") for c in causes))
+    text = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     details = {"name": name, "group": group, "kind": kind, "causes": causes}
     return ApiError(422, f'{what} "{name}" is invalid: {text}', reason="Invalid", details=details)
 

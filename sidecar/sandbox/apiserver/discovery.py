@@ -2,12 +2,14 @@
 
 Aggregated discovery (apidiscovery.k8s.io/v2) is not served: kubectl also accepts plain JSON and
 falls back to the legacy per-group documents, which these are. OpenAPI v2 is 404 (kubectl then
-uses v3); the v3 documents only declare that PATCH takes ``fieldValidation``, so kubectl validates
-server-side and needs no schemas.
+uses v3); the v3 documents declare that PATCH takes ``fieldValidation``, so kubectl validates
+server-side, and carry each custom resource's schema as the API server publishes it, so
+``kubectl explain`` works on them (built-in kinds have no schema here).
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from sidecar.sandbox.apiserver.registry import VERBS, Registry, ResourceType
@@ -114,4 +116,35 @@ def openapi_v3_gv(registry: Registry, gv: str) -> dict[str, Any] | None:
     if not paths:
         return None
     info = {"title": "Kubernetes (sandbox)", "version": VERSION["gitVersion"]}
-    return {"openapi": "3.0.0", "info": info, "paths": paths, "components": {"schemas": {}}}
+    custom = [t for t in registry.all() if t.custom is not None and f"apis/{t.api_version}" == gv]
+    schemas = {_schema_name(t): _published(t) for t in custom}
+    return {"openapi": "3.0.0", "info": info, "paths": paths, "components": {"schemas": schemas}}
+
+
+#: the descriptions the API server gives the standard fields of every custom resource (crd builder.go)
+_STANDARD = {
+    "apiVersion": "APIVersion defines the versioned schema of this representation of an object. Servers should "
+    "convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+    "kind": "Kind is a string value representing the REST resource this object represents. Servers may infer "
+    "this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+    "metadata": "Standard object's metadata. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+}
+
+
+def _schema_name(t: ResourceType) -> str:
+    """``sh.volcano.repack.v1alpha1.RepackRun``: the group reversed, as the API server names CRD schemas."""
+    return ".".join([*reversed(t.group.split(".")), t.version, t.kind])
+
+
+def _published(t: ResourceType) -> dict[str, Any]:
+    assert t.custom is not None
+    doc = copy.deepcopy(t.custom.openapi_schema)
+    props = doc.setdefault("properties", {})
+    for name, text in _STANDARD.items():
+        props.setdefault(name, {"type": "string" if name != "metadata" else "object"})
+        props[name] = {**props[name], "description": props[name].get("description", text)}
+    doc["x-kubernetes-group-version-kind"] = [{"group": t.group, "kind": t.kind, "version": t.version}]
+    return doc

@@ -29,6 +29,7 @@ MERGE_KEYS: dict[str, str] = {
     "addresses": "type",
     "topologySpreadConstraints": "topologyKey",
     "resourceClaims": "name",
+    "schedulingGates": "name",
     "finalizers": "",
 }
 

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from sidecar.sandbox.apiserver import patch as patches
+from sidecar.sandbox.apiserver import podrules
 from sidecar.sandbox.apiserver.apierrors import ApiError, conflict, gone, invalid, not_found, success
 from sidecar.sandbox.apiserver.registry import Registry, ResourceType
 from sidecar.sandbox.apiserver.selectors import Predicate
@@ -106,6 +107,8 @@ class Api:
         if rt.kind == "Namespace":
             obj.setdefault("status", {})["phase"] = "Active"
             _label_namespace(obj)
+        if rt.key == POD_KEY and not stored and (causes := podrules.validate_create(obj)):
+            raise invalid("Pod", "", meta["name"], causes)
         obj = self._custom(rt, obj, None)
         if rt.key == CRD_KEY:
             types = self.registry.prepare_crd(obj)
@@ -166,6 +169,8 @@ class Api:
             obj["status"] = copy.deepcopy(old.get("status", {}))
         if rt.kind == "Namespace":
             _label_namespace(obj)
+        if rt.key == POD_KEY and (causes := podrules.validate_update(obj, old)):
+            raise invalid("Pod", "", meta["name"], causes)
         obj = self._custom(rt, obj, old)
         if rt.key == CRD_KEY:
             types = self.registry.prepare_crd(obj)
@@ -254,7 +259,8 @@ class Api:
 
     # -- pod subresources --------------------------------------------------------------------
     def bind(self, namespace: str, name: str, body: Obj) -> Obj:
-        """``pods/binding``: set spec.nodeName once (409 when already bound, as the scheduler sees it)."""
+        """``pods/binding``: set spec.nodeName once; 409 on pods/binding when the pod is already bound,
+        being deleted or still has scheduling gates, as the scheduler sees it."""
         rt = self.registry.lookup("", "v1", "pods")
         pod = copy.deepcopy(self.get(rt, namespace, name))
         node = (body.get("target") or {}).get("name")
@@ -265,8 +271,9 @@ class Api:
                 name,
                 [{"reason": "FieldValueRequired", "message": "Required value", "field": "target.name"}],
             )
-        if pod.get("spec", {}).get("nodeName"):
-            raise conflict("", "pods", name, f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"')
+        refusal = podrules.binding_refusal(pod)
+        if refusal is not None:
+            raise conflict("", "pods/binding", name, refusal)
         pod.setdefault("spec", {})["nodeName"] = node
         conds = [c for c in pod.setdefault("status", {}).get("conditions", []) if c.get("type") != "PodScheduled"]
         conds.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": now_iso()})

@@ -29,8 +29,8 @@ from sidecar.snapshot.io import load_snapshot
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _HERE = Path(__file__).resolve()
-#: where the CRDs are: packaged into the wheel by setup.py, else the repository's manifests/crds
-CRD_DIRS = (_HERE.parents[2] / "data" / "crds", _HERE.parents[3] / "manifests" / "crds")
+#: where the CRDs are: packaged into the wheel by setup.py, else the repository's manifests/crd
+CRD_DIRS = (_HERE.parents[2] / "data" / "crd", _HERE.parents[3] / "manifests" / "crd")
 
 
 def crd_manifests() -> list[Obj]:

@@ -5,8 +5,10 @@ mirror core — not a copy of Volcano's logic — where each pending pod goes: i
 ``status.nominatedNodeName`` first when it passes the predicates there against FutureIdle, else
 ``Mirror.allocate`` (Volcano's node order). Gangs are all-or-nothing per cycle: a PodGroup's
 placements are kept only when, with the members already bound or running, at least minMember are
-placed (Statement commit/discard, here Simulation checkpoint/rollback). Bindings are written as
-the ``pods/binding`` subresource writes them, so watchers see MODIFIED events.
+placed (Statement commit/discard, here Simulation checkpoint/rollback). Pods with
+``spec.schedulingGates`` are not scheduled until the last gate is removed (their gang waits with
+them). Bindings are written as the ``pods/binding`` subresource writes them, so watchers see
+MODIFIED events.
 """
 
 from __future__ import annotations
@@ -69,10 +71,13 @@ class Scheduler(Loop):
         return done
 
     def _wants(self, pod: Obj) -> bool:
+        """A pending pod of this scheduler that is ready for scheduling: a pod with scheduling gates
+        waits, as kube-scheduler's SchedulingGates PreEnqueue and Volcano leave it unscheduled."""
         spec, meta = pod.get("spec", {}), pod.get("metadata", {})
         return (
             spec.get("schedulerName") == self.scheduler_name
             and not spec.get("nodeName")
+            and not spec.get("schedulingGates")
             and not meta.get("deletionTimestamp")
             and (pod.get("status") or {}).get("phase", "Pending") == "Pending"
         )
