@@ -19,7 +19,7 @@ import yaml
 from kubernetes import client, config
 
 from sidecar.sandbox.apiserver import ApiServer
-from sidecar.sandbox.controlplane import ControlPlane, ControlPlaneConfig
+from sidecar.sandbox.controlplane import ControlPlane, ControlPlaneConfig, workloads
 from sidecar.sandbox.objects import objects_from_snapshot
 from sidecar.snapshot.io import load_snapshot
 from sidecar.watcher.execute import ExecuteReconciler
@@ -135,6 +135,24 @@ def sandbox(
             yield box
         finally:
             box.api.close()
+
+
+@contextmanager
+def gated(*gates: str) -> Iterator[None]:
+    """An admission webhook's effect: pods the sandbox's workload controllers rebuild are created
+    with these scheduling gates (gates can only be set at creation)."""
+    original = workloads.fresh_pod
+
+    def fresh(pod: Obj, group: str | None = None) -> Obj:
+        out = original(pod, group)
+        out["spec"]["schedulingGates"] = [{"name": g} for g in gates]
+        return out
+
+    workloads.fresh_pod = fresh
+    try:
+        yield
+    finally:
+        workloads.fresh_pod = original
 
 
 def relocation(run: Obj, pod: str) -> Obj:

@@ -16,6 +16,7 @@ import pytest
 from sidecar.client import RepackClient
 from sidecar.snapshot.kube import GROUP_NAME
 from sidecar.watcher.execute import ExecuteOptions, ExecuteReconciler
+from sidecar.watcher.placement import PLACEMENT_GATE
 from sidecar.watcher.planner import InProcessPlanner, Planner
 from tests.conftest import ServerThread
 from tests.execute_fixtures import (
@@ -27,6 +28,7 @@ from tests.execute_fixtures import (
     Sandbox,
     condition,
     execute_run,
+    gated,
     relocation,
     sandbox,
     true_reasons,
@@ -312,3 +314,30 @@ def test_a_replacement_bound_before_any_nomination_is_recorded_as_is(tmp_path: P
         )
         if phase == "Failed":
             assert "0 of 1 planned nodes freed" in condition(run, "Failed")["message"]
+
+
+def test_only_this_projects_scheduling_gate_is_removed_after_the_nomination(tmp_path: Path) -> None:
+    with gated("example.com/quota", PLACEMENT_GATE), sandbox(tmp_path) as box:
+        box.create_run(execute_run(NAME))
+        rec = ExecuteReconciler(box.api, InProcessPlanner())
+        assert rec.reconcile(box.run(NAME)) == "Running"
+        box.rebuild()
+        rebuilt = box.pod(WORKER0)
+        assert rebuilt is not None and [g.name for g in rebuilt.spec.scheduling_gates] == [
+            "example.com/quota",
+            PLACEMENT_GATE,
+        ]
+        assert rec.reconcile(box.run(NAME)) == "Running"
+        run = box.run(NAME)
+        for pod in (WORKER0, WORKER1):
+            r = relocation(run, pod)
+            assert r["placement"]["phase"] == "Nominated"
+            replacement = box.pod(pod)
+            assert replacement is not None
+            assert replacement.status.nominated_node_name == r["placement"]["selectedNodeName"] == r["plannedNodeName"]
+            assert [g.name for g in replacement.spec.scheduling_gates] == ["example.com/quota"]
+            box.core.patch_namespaced_pod(
+                pod, NS, [{"op": "remove", "path": "/spec/schedulingGates/0"}]
+            )  # its owner lifts it
+        assert box.drive(rec, NAME) == "Succeeded"
+        assert true_reasons(box.run(NAME)) == [("Complete", "ExecutionCompleted")]
