@@ -52,7 +52,7 @@ def test_a_stale_writer_never_overwrites_a_newer_journal(tmp_path: Path) -> None
             journaled.reconcile(stale)
         # a second watcher with the pre-journal copy: its replan's journal write conflicts and is dropped
         assert ExecuteReconciler(box.api, PLANNER, clock=clock).reconcile(stale) is None
-        assert box.evictions() == {}
+        assert status_writes(box) == [200, 409] and box.evictions() == {}
         newer = box.run(NAME)
         # another writer records a refused attempt for worker-0 after this copy was read
         run = box.run(NAME)
@@ -306,3 +306,21 @@ def test_the_planner_port_is_served_in_process_and_over_grpc(server: Any) -> Non
             "ascend-node-02",
             "ascend-node-03",
         }
+
+
+def test_with_every_controller_on_its_own_thread_the_run_still_ends_explicitly(tmp_path: Path) -> None:
+    """Real concurrency: the scheduler may bind a rebuilt pod before the watcher's suggestion lands
+    (the sandbox holds no gated pods yet), so the outcome may differ — but the run always ends,
+    every relocation terminal, each victim evicted once."""
+    with sandbox(tmp_path, threads=True, grace=1) as box:
+        box.create_run(execute_run(NAME, grace=1))
+        rec = ExecuteReconciler(box.api, PLANNER)
+        deadline = time.monotonic() + 15
+        phase = rec.reconcile(box.run(NAME))
+        while phase not in ("Succeeded", "Failed") and time.monotonic() < deadline:
+            time.sleep(0.02)
+            phase = rec.reconcile(box.run(NAME))
+        run = box.run(NAME)
+        assert phase in ("Succeeded", "Failed") and true_reasons(run), run["status"]
+        assert all(r["placement"]["phase"] in ("Bound", "BoundElsewhere") for r in run["status"]["relocations"])
+        assert box.evictions() == {WORKER0: 1, WORKER1: 1}
