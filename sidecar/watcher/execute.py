@@ -143,6 +143,7 @@ class ExecuteReconciler:
     def _admit(self, run: Obj, spec: spec_pb2.RepackSpec, now: datetime) -> Obj | None:
         held = hold(run, self._runs(), now, self.options.cooldown)
         if held is not None:
+            log.info("repackrun held", run=run["metadata"]["name"], reason=held.reason, message=held.message)
             waiting = condition(run.get("status") or {}, "Waiting") or {}
             same = (waiting.get("status"), waiting.get("reason"), waiting.get("message"))
             if phase_of(run) == "Pending" and same == ("True", held.reason, held.message):
@@ -169,9 +170,15 @@ class ExecuteReconciler:
         nodes = ", ".join(plan.freed_nodes)
         message = f"{len(rels)} pods to move, {plan.summary.moved_card_count:g} cards, to free {nodes}"
 
+        retry = False
+
         def journal(cur: Obj) -> Obj | None:
+            nonlocal retry
             if not _pending(cur):
                 return None  # another writer admitted it (and wrote its own journal) meanwhile
+            if retry and hold(cur, self._runs(), now, self.options.cooldown) is not None:
+                return None  # after a 409: admitted only if still admissible
+            retry = True
             status = status_of(cur)
             status.update(phase="Running", startTime=rfc3339(now), plan=plan_json)
             status["relocations"] = [r.to_json() for r in rels]
@@ -180,6 +187,7 @@ class ExecuteReconciler:
             return status
 
         written = self._writer.write(run, journal, "journal")
+        log.info("repackrun admitted", run=run["metadata"]["name"], journaled=written is not None, moves=message)
         if written is not None:
             self._writer.event(written, "Admitted", f"replanned on the live cluster: {message}")
         return written

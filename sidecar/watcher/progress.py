@@ -124,6 +124,10 @@ class Pass:
         self.run_obj = written
         return True
 
+    def _journaled(self, rel: Relocation) -> bool:
+        """Whether ``rel`` is the record the journal holds now (the last write kept this change)."""
+        return rel in relocations_of(self.run_obj["status"])
+
     # -- evictions -------------------------------------------------------------------------------
     def _evictions(self, now: datetime, deadline: datetime) -> bool:
         grace: int | None = self.t.options.grace
@@ -135,7 +139,7 @@ class Pass:
             return False
         for old, new in changes:
             phase = new.eviction.phase
-            if phase == old.eviction.phase or phase == PENDING:
+            if phase == old.eviction.phase or phase == PENDING or not self._journaled(new):
                 continue
             where = f"{new.key} on {new.from_node_name}: {new.eviction.message}"
             reason = "Evicted" if phase == EVICTED else f"Eviction{phase}"
@@ -170,6 +174,8 @@ class Pass:
             self.t.placer.ungate(pod)
         nominated: list[Change] = []
         for rel, pod, node in nominations:
+            if not self._journaled(rel):
+                continue  # another writer changed this record meanwhile: no action without its journal entry
             if self.t.placer.nominate(pod, node):
                 self.t.placer.ungate(pod)
                 nominated.append((rel, _replace_placement(rel, phase=NOMINATED)))
