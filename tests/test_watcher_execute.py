@@ -341,3 +341,19 @@ def test_only_this_projects_scheduling_gate_is_removed_after_the_nomination(tmp_
             )  # its owner lifts it
         assert box.drive(rec, NAME) == "Succeeded"
         assert true_reasons(box.run(NAME)) == [("Complete", "ExecutionCompleted")]
+
+
+def test_a_victim_that_finished_by_itself_is_not_evicted_and_not_waited_for(tmp_path: Path) -> None:
+    def finish(label: str) -> None:
+        if label == "status:journal":
+            box.core.patch_namespaced_pod_status(WORKER0, NS, {"status": {"phase": "Succeeded"}})
+
+    with sandbox(tmp_path) as box:
+        box.create_run(execute_run(NAME))
+        assert box.drive(ExecuteReconciler(box.api, InProcessPlanner(), crash=finish), NAME) == "Succeeded"
+        run = box.run(NAME)
+        r = relocation(run, WORKER0)
+        assert (r["eviction"]["phase"], r["placement"]["phase"]) == ("Evicted", "Skipped")
+        assert r["eviction"]["message"] == "not needed: the pod already finished (Succeeded)"
+        assert box.evictions() == {WORKER1: 1}
+        assert run["status"]["result"]["freedNodes"] == ["ascend-node-01"]  # a finished pod holds no card

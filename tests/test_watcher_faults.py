@@ -20,9 +20,20 @@ from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
 from sidecar.client import RepackClient
 from sidecar.service import Deadline, DeadlineExceeded, RepackService
 from sidecar.watcher.execute import ExecuteOptions, ExecuteReconciler
+from sidecar.watcher.placement import PLACEMENT_GATE
 from sidecar.watcher.planner import InProcessPlanner
 from sidecar.watcher.status import GROUP, PLURAL, VERSION
-from tests.execute_fixtures import NS, WORKER0, WORKER1, condition, execute_run, relocation, sandbox, true_reasons
+from tests.execute_fixtures import (
+    NS,
+    WORKER0,
+    WORKER1,
+    condition,
+    execute_run,
+    gated,
+    relocation,
+    sandbox,
+    true_reasons,
+)
 from tests.test_watcher_execute import Clock
 
 NAME = "ascend-execute-001"
@@ -248,7 +259,7 @@ class LostAfterPlanning(InProcessPlanner):
 
 
 def test_a_planner_lost_mid_run_leaves_placement_to_the_scheduler(tmp_path: Path) -> None:
-    with sandbox(tmp_path) as box:
+    with gated(PLACEMENT_GATE), sandbox(tmp_path) as box:
         box.create_run(execute_run(NAME))
         phase = box.drive(ExecuteReconciler(box.api, LostAfterPlanning()), NAME)
         run = box.run(NAME)
@@ -256,6 +267,8 @@ def test_a_planner_lost_mid_run_leaves_placement_to_the_scheduler(tmp_path: Path
         for pod in (WORKER0, WORKER1):
             placement = relocation(run, pod)["placement"]
             assert placement["phase"] in ("Bound", "BoundElsewhere") and placement["selectedNodeName"] == ""
+            replacement = box.pod(pod)
+            assert replacement is not None and not replacement.spec.scheduling_gates  # released to the scheduler
         result = run["status"]["result"]
         assert "fragAfterPercent" not in result and result["metricsVerified"] is False
         assert "fragmentation not measured" in result["message"]

@@ -1,7 +1,8 @@
 """Evicting one victim through policy/v1 Eviction, safely repeatable after any crash.
 
 * The victim is read first: gone, replaced (another UID under its name) or already terminating
-  ⇒ Evicted without calling — a resumed run never evicts twice.
+  ⇒ Evicted without calling — a resumed run never evicts twice. A victim that finished by itself
+  (Succeeded/Failed) holds nothing and is not rebuilt ⇒ Evicted, placement Skipped.
 * The call carries ``deleteOptions.preconditions.uid`` = the victim's UID, so even a race with the
   workload controller cannot evict the rebuilt pod that reuses the name: the API server answers
   409, which means the victim is gone ⇒ Evicted. 404 ⇒ Evicted ("already gone").
@@ -98,9 +99,14 @@ class Evictor:
         self._core, self._hook = core, hook
 
     def attempt(self, rel: Relocation, grace: int | None, now: datetime, deadline: datetime) -> Relocation:
-        why = gone(rel, read_pod(self._core, rel.namespace, rel.victim_pod_name, self._hook))
+        pod = read_pod(self._core, rel.namespace, rel.victim_pod_name, self._hook)
+        why = gone(rel, pod)
         if why:
             return _evicted(rel, why)
+        finished = str(((pod or {}).get("status") or {}).get("phase") or "")
+        if finished in ("Succeeded", "Failed"):  # it holds nothing and no controller rebuilds finished work
+            done = _evicted(rel, f"not needed: the pod already finished ({finished})")
+            return dataclasses.replace(done, placement=Placement(phase=SKIPPED, message="finished: no replacement"))
         options: Obj = {"preconditions": {"uid": rel.victim_pod_uid}}
         if grace is not None:
             options["gracePeriodSeconds"] = grace

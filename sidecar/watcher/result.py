@@ -32,7 +32,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.watcher.journal import BLOCKED, BOUND, BOUND_ELSEWHERE, EVICTED, FAILED, TIMED_OUT, Relocation, Result
+from sidecar.watcher.journal import (
+    BLOCKED,
+    BOUND,
+    BOUND_ELSEWHERE,
+    EVICTED,
+    FAILED,
+    SKIPPED,
+    TIMED_OUT,
+    Relocation,
+    Result,
+)
 from sidecar.watcher.placement import holding_nodes
 
 COMPLETED, ALTERNATIVE = "ExecutionCompleted", "ExecutionCompletedWithAlternativePlacement"
@@ -83,7 +93,7 @@ def result(
 ) -> Result:
     """``status.result`` after the run (``frag`` None: not measured, ``note`` says why)."""
     evicted = [r for r in rels if r.eviction.phase == EVICTED]
-    replaced = all(r.placement.phase in (BOUND, BOUND_ELSEWHERE) for r in evicted)
+    replaced = all(r.placement.phase in (BOUND, BOUND_ELSEWHERE, SKIPPED) for r in evicted)  # Skipped: it finished
     verified = frag is not None and replaced and all(r.done for r in rels)
     cards = sum(r.cards for r in evicted)
     after = "not measured" if frag is None else f"{frag:g}%"
