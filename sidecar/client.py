@@ -1,7 +1,14 @@
-"""A small synchronous client for the sidecar (CLI, demo, tests)."""
+"""A small synchronous client for the sidecar (CLI, demo, tests, the watcher through the CLI).
+
+Every call carries its own deadline (``timeout``). A call that fails with UNAVAILABLE (the
+sidecar restarting, a connection refused) is retried by gRPC itself under a service-config
+retryPolicy, with exponential backoff, inside that same deadline; nothing else is retried, since
+the other codes (INVALID_ARGUMENT, DEADLINE_EXCEEDED, ...) would answer the same again.
+"""
 
 from __future__ import annotations
 
+import json
 from types import TracebackType
 
 import grpc
@@ -9,6 +16,7 @@ import grpc
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
 
 MIB = 1024 * 1024
+SERVICE = "volcano.repack.v1alpha1.Repack"
 
 
 def client_options(max_message_bytes: int = 64 * MIB) -> list[tuple[str, int]]:
@@ -20,9 +28,32 @@ def client_options(max_message_bytes: int = 64 * MIB) -> list[tuple[str, int]]:
     ]
 
 
+def retry_policy(attempts: int = 4, initial_backoff: float = 0.2, max_backoff: float = 2.0) -> str:
+    """The service config: every Repack method retried on UNAVAILABLE, ``attempts`` tries in all
+    (gRPC waits a random time up to ``initial_backoff`` × 2^n, capped at ``max_backoff``)."""
+    policy = {
+        "maxAttempts": attempts,
+        "initialBackoff": f"{initial_backoff}s",
+        "maxBackoff": f"{max_backoff}s",
+        "backoffMultiplier": 2,
+        "retryableStatusCodes": ["UNAVAILABLE"],
+    }
+    return json.dumps({"methodConfig": [{"name": [{"service": SERVICE}], "retryPolicy": policy}]})
+
+
 class RepackClient:
-    def __init__(self, target: str, *, timeout: float = 30.0, max_message_bytes: int = 64 * 2**20) -> None:
-        self.channel = grpc.insecure_channel(target, options=client_options(max_message_bytes))
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout: float = 30.0,
+        max_message_bytes: int = 64 * 2**20,
+        attempts: int = 4,
+    ) -> None:
+        options: list[tuple[str, int | str]] = [*client_options(max_message_bytes)]
+        if attempts > 1:
+            options += [("grpc.enable_retries", 1), ("grpc.service_config", retry_policy(attempts))]
+        self.channel = grpc.insecure_channel(target, options=options)
         self.stub = service_pb2_grpc.RepackStub(self.channel)  # type: ignore[no-untyped-call]
         self.timeout = timeout
 
@@ -31,6 +62,12 @@ class RepackClient:
 
     def plan(self, request: service_pb2.PlanRequest) -> service_pb2.PlanResponse:
         return self.stub.Plan(request, timeout=self.timeout)  # type: ignore[no-any-return]
+
+    def filter(self, request: service_pb2.FilterRequest) -> service_pb2.FilterResponse:
+        return self.stub.Filter(request, timeout=self.timeout)  # type: ignore[no-any-return]
+
+    def prioritize(self, request: service_pb2.PrioritizeRequest) -> service_pb2.PrioritizeResponse:
+        return self.stub.Prioritize(request, timeout=self.timeout)  # type: ignore[no-any-return]
 
     def open_session(self, request: service_pb2.OpenSessionRequest) -> service_pb2.OpenSessionResponse:
         return self.stub.OpenSession(request, timeout=self.timeout)  # type: ignore[no-any-return]

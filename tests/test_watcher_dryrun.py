@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.cli import main
 from sidecar.client import RepackClient
 from sidecar.sandbox.apiserver import ApiServer
 from sidecar.snapshot.io import load_snapshot
 from sidecar.watcher.controller import Controller
-from sidecar.watcher.dryrun import GROUP, PLURAL, VERSION, InProcessPlanner, Planner
+from sidecar.watcher.dryrun import GROUP, PLURAL, VERSION, DryRunReconciler, InProcessPlanner, Planner
 from tests.conftest import ServerThread
 from tests.sandbox_fixtures import wait_for
 
@@ -92,6 +93,7 @@ def test_the_guides_dryrun_succeeds_with_its_plan(
     status = run["status"]
     assert status["phase"] == "Succeeded"
     assert status["observedGeneration"] == run["metadata"]["generation"]
+    assert status["startTime"].endswith("Z") and status["completionTime"] >= status["startTime"]
     complete = condition(run, "Complete")
     assert (complete["status"], complete["reason"]) == ("True", "RepackRecommended")
     assert complete["lastTransitionTime"].endswith("Z")
@@ -199,3 +201,20 @@ def test_the_loop_reconciles_new_runs_and_stops(k8s: client.ApiClient, kubeconfi
         controller.stop()
         loop.join(5)
     assert not loop.is_alive()
+
+
+def test_the_snapshot_source_can_be_injected(k8s: client.ApiClient, kubeconfig: Path) -> None:
+    """An informer cache passes its own snapshot (run name -> Snapshot); the reconciler reads no other."""
+    apply_guide_run(k8s, kubeconfig)
+    asked: list[str] = []
+
+    def cached(name: str) -> pb.Snapshot:
+        asked.append(name)
+        return load_snapshot(GUIDE)
+
+    reconciler = DryRunReconciler(k8s, InProcessPlanner(), snapshot=cached)
+    run = read_run(k8s)
+    assert reconciler.wants(run)
+    assert reconciler.reconcile(run) == "Succeeded"
+    assert asked == [NAME]
+    assert not reconciler.wants(read_run(k8s))

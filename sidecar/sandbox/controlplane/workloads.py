@@ -109,8 +109,9 @@ class Workloads(Loop):
         ns = pod["metadata"].get("namespace", "")
         group = (pod["metadata"].get("annotations") or {}).get(GROUP_NAME, "")
         key = (ns, group)
-        if key in self._rebuilds:
-            return 0  # a member the rebuild itself deleted
+        if key in self._rebuilds:  # a member the rebuild deleted, or one evicted at the same time: rebuilt too
+            self._rebuilds[key].pods.setdefault(pod["metadata"]["name"], pod)
+            return 0
         if self._owner_gone(pod):
             return 0
         pg = self.store.find(PODGROUP_KEY, ns, group)

@@ -1,0 +1,243 @@
+"""Execute: replan on the live cluster, evict through the Eviction API, suggest where the rebuilt
+pods go, and verify the result — with the run's status as the journal.
+
+A pass (``reconcile``) never sleeps; the controller calls it again. Its steps, each journaled
+before the next starts:
+
+1. **Admission** (``admission.py``): held ⇒ Pending with ``Waiting`` True. Admitted ⇒ replan on
+   live state (never a DryRun's plan). No moves ⇒ Succeeded with the planner's reason. Otherwise
+   ONE write — phase Running, startTime, the plan, one Pending relocation per pod move — before
+   the first eviction: that write is the journal.
+2. **Evictions** (``eviction.py``): every due relocation is attempted, then one status write.
+3. **Placement** (``placement.py``): rebuilt pods recognised by the journal's record; the
+   selected node is journaled first, then ``nominatedNodeName`` is patched, then only this
+   project's scheduling gate removed, then Nominated is journaled; bindings are recorded.
+4. **Finish** (``result.py``, which holds the outcome table): when every relocation is terminal,
+   or at the execution deadline (unfinished ⇒ TimedOut): result, conditions, completionTime, Event.
+
+Crash safety: every decision is in the status before it is acted on, each action is idempotent
+given the journal (an evicted victim is recognised by UID; a nomination is re-sent), and every
+write carries the resourceVersion it was computed from (``status.StatusWriter``): after a 409 a
+step is re-applied only to records nobody else changed. ``crash`` is called with a label after
+every status write and API call, so tests can kill the reconciler at each point and resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, cast
+
+import structlog
+from google.protobuf import json_format
+from kubernetes import client
+
+from sidecar.api.v1alpha1 import service_pb2, spec_pb2
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.errors import InputError
+from sidecar.snapshot.io import parse_dict
+from sidecar.watcher.admission import hold
+from sidecar.watcher.cluster import read_cluster
+from sidecar.watcher.eviction import Evictor
+from sidecar.watcher.journal import Result, relocations_from_plan
+from sidecar.watcher.placement import Placer
+from sidecar.watcher.planner import PLANNER_ERRORS, Planner, planner_error
+from sidecar.watcher.progress import ExecuteOptions, Pass, Tools
+from sidecar.watcher.status import (
+    GROUP,
+    PLURAL,
+    TERMINAL,
+    VERSION,
+    Clock,
+    Hook,
+    StatusWriter,
+    condition,
+    mode_of,
+    phase_of,
+    rfc3339,
+    set_condition,
+    status_of,
+    utcnow,
+)
+
+Obj = dict[str, Any]
+SnapshotSource = Callable[[str], pb.Snapshot]
+RunSource = Callable[[], list[Obj]]
+
+log = structlog.get_logger("sidecar.watcher")
+
+
+def wants(run: Obj) -> bool:
+    """An Execute run not yet finished (Pending ones wait for admission, Running ones resume)."""
+    return mode_of(run) == "Execute" and phase_of(run) not in TERMINAL
+
+
+def _no_hook(_: str) -> None:
+    return None
+
+
+def _pending(run: Obj) -> bool:
+    return phase_of(run) in ("", "Pending")
+
+
+class ExecuteReconciler:
+    """Drives Execute runs one pass at a time; any instance resumes any run from its status."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        planner: Planner,
+        *,
+        options: ExecuteOptions | None = None,
+        clock: Clock = utcnow,
+        snapshot: SnapshotSource | None = None,
+        runs: RunSource | None = None,
+        crash: Hook = _no_hook,
+        retries: int = 5,
+    ) -> None:
+        self.options = options or ExecuteOptions()
+        self._api, self._planner, self._clock, self._hook = api, planner, clock, crash
+        self._snapshot: SnapshotSource = snapshot or (lambda name: read_cluster(api, name=name))
+        self._runs: RunSource = runs or self._list_runs
+        self._writer = StatusWriter(api, clock=clock, hook=crash, retries=retries)
+        core = client.CoreV1Api(api)
+        self._tools = Tools(
+            options=self.options,
+            writer=self._writer,
+            evictor=Evictor(core, crash),
+            placer=Placer(planner, core, crash),
+            planner=planner,
+            snapshot=self._snapshot,
+            core=core,
+            clock=clock,
+            hook=crash,
+        )
+
+    def wants(self, run: Obj) -> bool:
+        return wants(run)
+
+    def reconcile(self, run: Obj) -> str | None:
+        """One pass over ``run``; returns the phase it reached, or None when it is not ours (not an
+        unfinished Execute run, or another writer changed it under this pass: the next pass resumes)."""
+        if not wants(run):
+            return None
+        now = self._clock()
+        try:
+            spec = parse_dict(run.get("spec") or {}, spec_pb2.RepackSpec(), source="spec")
+        except InputError as exc:
+            failed = self._fail_early(run, "InvalidSpec", str(exc), now, admitted=False)
+            return None if failed is None else phase_of(failed)
+        current: Obj | None = run
+        if _pending(run):
+            current = self._admit(run, spec, now)
+        if current is None or phase_of(current) != "Running":
+            return None if current is None else phase_of(current)
+        return Pass(self._tools, current, spec).run()
+
+    # -- admission -------------------------------------------------------------------------------
+    def _list_runs(self) -> list[Obj]:
+        listed = cast(Obj, client.CustomObjectsApi(self._api).list_cluster_custom_object(GROUP, VERSION, PLURAL))
+        self._hook("list:repackruns")
+        return list(listed.get("items") or [])
+
+    def _admit(self, run: Obj, spec: spec_pb2.RepackSpec, now: datetime) -> Obj | None:
+        held = hold(run, self._runs(), now, self.options.cooldown)
+        if held is not None:
+            log.info("repackrun held", run=run["metadata"]["name"], reason=held.reason, message=held.message)
+            waiting = condition(run.get("status") or {}, "Waiting") or {}
+            same = (waiting.get("status"), waiting.get("reason"), waiting.get("message"))
+            if phase_of(run) == "Pending" and same == ("True", held.reason, held.message):
+                return run
+
+            def wait(cur: Obj) -> Obj | None:
+                if not _pending(cur):
+                    return None
+                status = {**status_of(cur), "phase": "Pending"}
+                set_condition(status, "Waiting", "True", held.reason, held.message, now)
+                return status
+
+            return self._writer.write(run, wait, "waiting")
+        try:
+            snapshot = self._snapshot(run["metadata"]["name"])
+            response = self._planner.plan(service_pb2.PlanRequest(snapshot=snapshot, spec=spec))
+        except PLANNER_ERRORS as exc:
+            return self._fail_early(run, *planner_error(exc), now, admitted=True)
+        plan = response.status.plan
+        plan_json = json_format.MessageToDict(plan, always_print_fields_with_no_presence=True)
+        if not plan.moves:
+            return self._nothing_to_do(run, response.status, plan_json, now)
+        rels = relocations_from_plan(plan, snapshot)
+        nodes = ", ".join(plan.freed_nodes)
+        message = f"{len(rels)} pods to move, {plan.summary.moved_card_count:g} cards, to free {nodes}"
+
+        retry = False
+
+        def journal(cur: Obj) -> Obj | None:
+            nonlocal retry
+            if not _pending(cur):
+                return None  # another writer admitted it (and wrote its own journal) meanwhile
+            if retry and hold(cur, self._runs(), now, self.options.cooldown) is not None:
+                return None  # after a 409: admitted only if still admissible
+            retry = True
+            status = status_of(cur)
+            status.update(phase="Running", startTime=rfc3339(now), plan=plan_json)
+            status["relocations"] = [r.to_json() for r in rels]
+            set_condition(status, "Waiting", "False", "Admitted", f"admitted at {rfc3339(now)}", now)
+            set_condition(status, "Progressing", "True", "Evicting", message, now)
+            return status
+
+        written = self._writer.write(run, journal, "journal")
+        log.info("repackrun admitted", run=run["metadata"]["name"], journaled=written is not None, moves=message)
+        if written is not None:
+            self._writer.event(written, "Admitted", f"replanned on the live cluster: {message}")
+        return written
+
+    def _nothing_to_do(self, run: Obj, planned: Any, plan_json: Obj, now: datetime) -> Obj | None:
+        """Replan found no moves: Succeeded with the planner's reason (NoFragmentation, InsufficientImprovement)."""
+        complete = next((c for c in planned.conditions if c.type == "Complete"), None)
+        reason = complete.reason if complete is not None else "InsufficientImprovement"
+        message = complete.message if complete is not None else "the replan has no moves"
+        before = plan_json.get("summary", {}).get("fragBeforePercent", 0.0)
+        result = Result(frag_after_percent=before, metrics_verified=True, message=f"nothing evicted: {message}")
+
+        def done(cur: Obj) -> Obj | None:
+            if not _pending(cur):
+                return None
+            status = status_of(cur)
+            status.update(phase="Succeeded", startTime=rfc3339(now), completionTime=rfc3339(now), plan=plan_json)
+            status.update(relocations=[], result=result.to_json())
+            set_condition(status, "Waiting", "False", "Admitted", f"admitted at {rfc3339(now)}", now)
+            set_condition(status, "Progressing", "False", reason, message, now)
+            set_condition(status, "Complete", "True", reason, message, now)
+            return status
+
+        return self._finished(run, done, reason, message)
+
+    def _fail_early(self, run: Obj, reason: str, message: str, now: datetime, *, admitted: bool) -> Obj | None:
+        """Failed before anything was evicted (InvalidSpec, PlannerUnavailable)."""
+
+        def failed(cur: Obj) -> Obj | None:
+            if not _pending(cur):
+                return None
+            status = status_of(cur)
+            status.update(phase="Failed", completionTime=rfc3339(now), relocations=[])
+            status["result"] = Result(message=f"nothing evicted: {message}").to_json()
+            if admitted:
+                status["startTime"] = rfc3339(now)
+                set_condition(status, "Waiting", "False", "Admitted", f"admitted at {rfc3339(now)}", now)
+            set_condition(status, "Progressing", "False", reason, message, now)
+            set_condition(status, "Complete", "False", reason, message, now)
+            set_condition(status, "Failed", "True", reason, message, now)
+            return status
+
+        return self._finished(run, failed, reason, message, warning=True)
+
+    def _finished(self, run: Obj, step: Callable[[Obj], Obj | None], reason: str, message: str, *,
+                  warning: bool = False) -> Obj | None:  # fmt: skip
+        written = self._writer.write(run, step, "finished")
+        if written is not None:
+            self._writer.event(written, reason, message, warning=warning)
+        return written
+
+
+__all__ = ["ExecuteOptions", "ExecuteReconciler", "wants"]

@@ -1,0 +1,78 @@
+"""The planner port: what the watcher asks of the sidecar, whichever way the sidecar is reached.
+
+``sidecar.client.RepackClient`` satisfies ``Planner`` over gRPC; ``InProcessPlanner`` calls the
+service in this process with the deadline a gRPC call would carry. The watcher may not import the
+client (layers), so the CLI injects it. Errors a planner raises are the transport's: classify
+them with ``planner_error``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import grpc
+
+from sidecar.api.v1alpha1 import service_pb2
+from sidecar.errors import InputError
+from sidecar.service import Deadline, DeadlineExceeded, NotFound, RepackService
+
+#: what a planner call may raise: bad input, transport failures, the service's deadline, a lost session
+PLANNER_ERRORS: tuple[type[Exception], ...] = (InputError, grpc.RpcError, DeadlineExceeded, NotFound)
+
+
+class Planner(Protocol):
+    """Plan, Evaluate, Filter and Prioritize on contract messages (``RepackService``'s signatures
+    without the deadline: each implementation brings its own)."""
+
+    def plan(self, request: service_pb2.PlanRequest) -> service_pb2.PlanResponse: ...
+
+    def evaluate(self, request: service_pb2.EvaluateRequest) -> service_pb2.EvaluateResponse: ...
+
+    def filter(self, request: service_pb2.FilterRequest) -> service_pb2.FilterResponse: ...
+
+    def prioritize(self, request: service_pb2.PrioritizeRequest) -> service_pb2.PrioritizeResponse: ...
+
+
+class InProcessPlanner:
+    """The service in this process (no sidecar), each call bounded by ``timeout`` seconds."""
+
+    def __init__(self, service: RepackService | None = None, *, timeout: float = 30.0) -> None:
+        self._service = service or RepackService()
+        self._timeout = timeout
+
+    def plan(self, request: service_pb2.PlanRequest) -> service_pb2.PlanResponse:
+        return self._service.plan(request, Deadline(self._timeout))
+
+    def evaluate(self, request: service_pb2.EvaluateRequest) -> service_pb2.EvaluateResponse:
+        return self._service.evaluate(request, Deadline(self._timeout))
+
+    def filter(self, request: service_pb2.FilterRequest) -> service_pb2.FilterResponse:
+        return self._service.filter(request, Deadline(self._timeout))
+
+    def prioritize(self, request: service_pb2.PrioritizeRequest) -> service_pb2.PrioritizeResponse:
+        return self._service.prioritize(request, Deadline(self._timeout))
+
+
+def from_rpc(exc: grpc.RpcError) -> InputError | None:
+    """The sidecar answers an InputError as INVALID_ARGUMENT "field: problem"; recover the field."""
+    if not isinstance(exc, grpc.Call) or exc.code() != grpc.StatusCode.INVALID_ARGUMENT:
+        return None
+    field, _, problem = (exc.details() or "").partition(": ")
+    return InputError(field, problem) if problem else InputError("spec", field)
+
+
+def planner_error(exc: Exception) -> tuple[str, str]:
+    """(reason, message) for a failed planner call: ``InvalidSpec`` for bad input (the spec or the
+    snapshot), ``PlannerUnavailable`` for everything else (down, slow, session lost)."""
+    if isinstance(exc, InputError):
+        return "InvalidSpec", str(exc)
+    if isinstance(exc, grpc.RpcError):
+        bad = from_rpc(exc)
+        if bad is not None:
+            return "InvalidSpec", str(bad)
+        if isinstance(exc, grpc.Call):
+            return "PlannerUnavailable", f"the sidecar did not answer: {exc.code().name}: {exc.details()}"
+        return "PlannerUnavailable", f"the sidecar did not answer: {exc}"
+    if isinstance(exc, DeadlineExceeded):
+        return "PlannerUnavailable", f"planning timed out: {exc}"
+    return "PlannerUnavailable", f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,268 @@
+"""One pass over a Running Execute run: due evictions, placements, and the finish.
+
+Each phase of the pass reads what it needs, decides, journals the decision (one status write per
+batch), and only then acts; the next phase starts from the run as written. The pass keeps a copy
+of one snapshot for its selections and marks each nomination in it, so two replacements selected
+in the same pass never count the same free cards twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from kubernetes import client
+
+from sidecar.api.v1alpha1 import service_pb2, spec_pb2
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.watcher.eviction import Evictor, due, read_pod
+from sidecar.watcher.journal import (
+    BOUND,
+    EVICTED,
+    FAILED,
+    NOMINATED,
+    PENDING,
+    TIMED_OUT,
+    WAITING_FOR_REPLACEMENT,
+    WAITING_FOR_SCHEDULER,
+    Placement,
+    Relocation,
+    apply_changes,
+    relocations_of,
+)
+from sidecar.watcher.placement import Placer, bound_phase, is_pending, mark_nominated, owner_uids, replacement_group
+from sidecar.watcher.planner import PLANNER_ERRORS, Planner, planner_error
+from sidecar.watcher.result import freed_now, outcome, result
+from sidecar.watcher.status import Clock, Hook, StatusWriter, parse_time, phase_of, rfc3339, set_condition, status_of
+
+Obj = dict[str, Any]
+Change = tuple[Relocation, Relocation]
+SnapshotSource = Callable[[str], pb.Snapshot]
+
+
+@dataclass(frozen=True)
+class ExecuteOptions:
+    """Seconds: ``cooldown`` after a run that evicted something; ``eviction_timeout`` and
+    ``execution_timeout`` counted from the run's startTime; ``grace`` the eviction's
+    gracePeriodSeconds when the spec sets none (None: the pod's own)."""
+
+    cooldown: float = 300.0
+    eviction_timeout: float = 300.0
+    execution_timeout: float = 900.0
+    grace: int | None = None
+
+
+@dataclass(frozen=True)
+class Tools:
+    """What a pass works with (built once by the reconciler)."""
+
+    options: ExecuteOptions
+    writer: StatusWriter
+    evictor: Evictor
+    placer: Placer
+    planner: Planner
+    snapshot: SnapshotSource
+    core: client.CoreV1Api
+    clock: Clock
+    hook: Hook
+
+
+def _replace_placement(rel: Relocation, **fields: Any) -> Relocation:
+    return dataclasses.replace(rel, placement=dataclasses.replace(rel.placement, **fields))
+
+
+class Pass:
+    """``run()`` drives one Running run one step further; returns its phase, or None when another
+    writer changed it under this pass (the next pass resumes from the newer journal)."""
+
+    def __init__(self, tools: Tools, run: Obj, spec: spec_pb2.RepackSpec) -> None:
+        self.t, self.run_obj, self.spec = tools, run, spec
+        self.name: str = run["metadata"]["name"]
+        plan = run["status"].get("plan") or {}
+        summary = plan.get("summary") or {}
+        self.goal: str = summary.get("resource", "")
+        self.before: float = float(summary.get("fragBeforePercent") or 0.0)
+        self.freed_planned: list[str] = list(plan.get("freedNodes") or [])
+        self._snap: pb.Snapshot | None = None
+
+    def run(self) -> str | None:
+        now = self.t.clock()
+        start = parse_time(str(self.run_obj["status"]["startTime"]))
+        end = start + timedelta(seconds=self.t.options.execution_timeout)
+        evict_by = min(start + timedelta(seconds=self.t.options.eviction_timeout), end)
+        if now < end and not (self._evictions(now, evict_by) and self._placements()):
+            return None
+        if now < end and not all(r.done for r in relocations_of(self.run_obj["status"])):
+            return "Running"
+        return self._finish(now, end)
+
+    # -- journal ---------------------------------------------------------------------------------
+    def _update(self, changes: list[Change], label: str) -> bool:
+        """Journal relocation changes (only onto records nobody else changed); Progressing follows."""
+        if not changes:
+            return True
+        now = self.t.clock()
+
+        def step(cur: Obj) -> Obj | None:
+            if phase_of(cur) != "Running":
+                return None
+            status = status_of(cur)
+            if not apply_changes(status, changes):
+                return None
+            rels = relocations_of(status)
+            reason = "Evicting" if any(r.eviction.phase == PENDING for r in rels) else "Placing"
+            message = f"{sum(not r.done for r in rels)} of {len(rels)} relocations unfinished"
+            set_condition(status, "Progressing", "True", reason, message, now)
+            return status
+
+        written = self.t.writer.write(self.run_obj, step, label)
+        if written is None:
+            return False
+        self.run_obj = written
+        return True
+
+    def _journaled(self, rel: Relocation) -> bool:
+        """Whether ``rel`` is the record the journal holds now (the last write kept this change)."""
+        return rel in relocations_of(self.run_obj["status"])
+
+    # -- evictions -------------------------------------------------------------------------------
+    def _evictions(self, now: datetime, deadline: datetime) -> bool:
+        grace: int | None = self.t.options.grace
+        if self.spec.eviction.HasField("grace_period_seconds"):
+            grace = int(self.spec.eviction.grace_period_seconds)
+        todo = [r for r in relocations_of(self.run_obj["status"]) if due(r, now, deadline)]
+        changes = [(r, self.t.evictor.attempt(r, grace, now, deadline)) for r in todo]
+        if not self._update(changes, "evictions"):
+            return False
+        for old, new in changes:
+            phase = new.eviction.phase
+            if phase == old.eviction.phase or phase == PENDING or not self._journaled(new):
+                continue
+            where = f"{new.key} on {new.from_node_name}: {new.eviction.message}"
+            reason = "Evicted" if phase == EVICTED else f"Eviction{phase}"
+            self.t.writer.event(self.run_obj, reason, where, warning=phase != EVICTED)
+        return True
+
+    # -- placements ------------------------------------------------------------------------------
+    def _snapshot(self) -> pb.Snapshot:
+        """This pass's private copy of the cluster (selections are marked in it)."""
+        if self._snap is None:
+            self._snap = pb.Snapshot()
+            self._snap.CopyFrom(self.t.snapshot(self.name))
+        return self._snap
+
+    def _placements(self) -> bool:
+        changes: list[Change] = []
+        nominations: list[tuple[Relocation, Obj, str]] = []
+        ungates: list[Obj] = []
+        for rel in relocations_of(self.run_obj["status"]):
+            if rel.eviction.phase != EVICTED or rel.done:
+                continue
+            new, pod, node = self._decide(rel)
+            if new != rel:
+                changes.append((rel, new))
+            if pod is not None and node:
+                nominations.append((new, pod, node))
+            elif pod is not None:
+                ungates.append(pod)
+        if not self._update(changes, "placements"):
+            return False
+        for pod in ungates:
+            self.t.placer.ungate(pod)
+        nominated: list[Change] = []
+        for rel, pod, node in nominations:
+            if not self._journaled(rel):
+                continue  # another writer changed this record meanwhile: no action without its journal entry
+            if self.t.placer.nominate(pod, node):
+                self.t.placer.ungate(pod)
+                nominated.append((rel, _replace_placement(rel, phase=NOMINATED)))
+        return self._update(nominated, "nominated")
+
+    def _decide(self, rel: Relocation) -> tuple[Relocation, Obj | None, str]:
+        """(the relocation's next record, the pod to act on once it is journaled, the node to
+        nominate there — "" to only remove this project's scheduling gate)."""
+        pod = read_pod(self.t.core, rel.namespace, rel.victim_pod_name, self.t.hook)
+        group = replacement_group(rel, pod, lambda: owner_uids(self._snapshot()))
+        if pod is None or group is None:
+            why = "waiting for the rebuilt pod"
+            if pod is not None and pod["metadata"].get("uid") != rel.victim_pod_uid:
+                why = f"pod {pod['metadata'].get('uid')} under the victim's name is terminating or not of this workload"
+            return dataclasses.replace(rel, placement=Placement(phase=WAITING_FOR_REPLACEMENT, message=why)), None, ""
+        uid, meta = str(pod["metadata"]["uid"]), pod["metadata"]
+        placement = rel.placement
+        if placement.replacement_pod_uid not in ("", uid):  # a newer rebuild than the one recorded: start over
+            placement = Placement(phase=WAITING_FOR_REPLACEMENT)
+        known = dataclasses.replace(
+            rel,
+            replacement_pod_group_name="" if group == rel.pod_group_name else group,
+            placement=dataclasses.replace(placement, replacement_pod_name=meta["name"], replacement_pod_uid=uid),
+        )
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        if node:
+            phase = bound_phase(known, node)
+            where = "its selected node" if known.placement.selected_node_name else "its planned node"
+            message = f"bound on {where}" if phase == BOUND else "the scheduler bound it elsewhere"
+            return _replace_placement(known, phase=phase, actual_node_name=node, message=message), None, ""
+        if not is_pending(pod):
+            return known, None, ""
+        if placement.phase == NOMINATED:
+            return known, pod, ""  # the gate again, for a crash between nomination and un-gating
+        if placement.selected_node_name:  # journaled, the nomination not confirmed: send it (again)
+            return known, pod, placement.selected_node_name
+        snap = self._snapshot()
+        node, why = self.t.placer.select(known, uid, snap, self.goal, self.freed_planned)
+        if node:
+            mark_nominated(snap, uid, node)
+            return _replace_placement(known, selected_node_name=node, message=why), pod, node
+        return _replace_placement(known, phase=WAITING_FOR_SCHEDULER, message=why), pod, ""
+
+    # -- finish ----------------------------------------------------------------------------------
+    def _finish(self, now: datetime, end: datetime) -> str | None:
+        rels = relocations_of(self.run_obj["status"])
+        final = [r if r.done else _timed_out(r, end) for r in rels]
+        snap = self.t.snapshot(self.name)
+        freed = freed_now(snap, self.freed_planned, self.goal)
+        frag: float | None = None
+        note = ""
+        try:
+            request = service_pb2.EvaluateRequest(snapshot=snap, resources=[self.goal])
+            frag = round(self.t.planner.evaluate(request).resources[0].fragmentation_percent, 1)
+        except PLANNER_ERRORS as exc:
+            note = f"fragmentation not measured: {planner_error(exc)[1]}"
+        end_state = outcome(final, self.freed_planned, freed)
+        summary = result(final, self.freed_planned, freed, frag, self.before, note)
+
+        def step(cur: Obj) -> Obj | None:
+            if phase_of(cur) != "Running" or relocations_of(cur.get("status") or {}) != rels:
+                return None  # someone changed the journal since: the next pass decides again
+            status = status_of(cur)
+            apply_changes(status, list(zip(rels, final, strict=True)))
+            status.update(phase=end_state.phase, completionTime=rfc3339(now), result=summary.to_json())
+            reason, message = end_state.reason, end_state.message
+            set_condition(status, "Progressing", "False", reason, message, now)
+            set_condition(
+                status, "Complete", "True" if end_state.phase == "Succeeded" else "False", reason, message, now
+            )
+            if end_state.phase == "Failed":
+                set_condition(status, "Failed", "True", reason, message, now)
+            return status
+
+        written = self.t.writer.write(self.run_obj, step, "finished")
+        if written is None:
+            return None
+        self.t.writer.event(written, end_state.reason, end_state.message, warning=end_state.phase == "Failed")
+        return end_state.phase
+
+
+def _timed_out(rel: Relocation, end: datetime) -> Relocation:
+    """A relocation unfinished at the execution deadline."""
+    eviction = rel.eviction
+    if eviction.phase == PENDING:
+        eviction = dataclasses.replace(
+            eviction, phase=FAILED, message=f"not evicted by the deadline; {eviction.message}"
+        )
+    message = f"execution deadline {rfc3339(end)} passed while {rel.placement.phase}"
+    return _replace_placement(dataclasses.replace(rel, eviction=eviction), phase=TIMED_OUT, message=message)

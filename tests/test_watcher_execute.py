@@ -1,0 +1,359 @@
+"""The RepackRun watcher's Execute mode on the sandbox API server with the official client: the
+guide's Step 5 run end to end (in process and through a real sidecar), Step 7's gang on the freed
+node, serial admission and the cooldown, rebuilt ModelServing and VCJob pods, alternative placement."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sidecar.client import RepackClient
+from sidecar.snapshot.kube import GROUP_NAME
+from sidecar.watcher.execute import ExecuteOptions, ExecuteReconciler
+from sidecar.watcher.placement import PLACEMENT_GATE
+from sidecar.watcher.planner import InProcessPlanner, Planner
+from tests.conftest import ServerThread
+from tests.execute_fixtures import (
+    NPU,
+    NS,
+    TRAINING_PG,
+    WORKER0,
+    WORKER1,
+    Sandbox,
+    condition,
+    execute_run,
+    gated,
+    relocation,
+    sandbox,
+    true_reasons,
+)
+
+NAME = "ascend-execute-001"
+HAVE_KUBECTL = subprocess.run(["which", "kubectl"], capture_output=True).returncode == 0
+
+
+class Clock:
+    """A settable clock for the watcher (admission, cooldown, backoff and deadlines read it)."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@pytest.fixture(params=["in-process", "grpc"])
+def planner(request: pytest.FixtureRequest, server: ServerThread) -> Iterator[Planner]:
+    if request.param == "in-process":
+        yield InProcessPlanner()
+    else:
+        with RepackClient(server.target) as remote:
+            yield remote
+
+
+def npu_pods_on(box: Sandbox, node: str) -> list[str]:
+    pods = box.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
+    return sorted(p.metadata.name for p in pods if NPU in (p.spec.containers[0].resources.requests or {}))
+
+
+def test_the_guides_execute_run_frees_ascend_node_01(tmp_path: Path, planner: Planner) -> None:
+    with sandbox(tmp_path) as box:
+        box.create_run(execute_run(NAME, grace=1))  # the guide's 30 s, shortened: the sandbox waits it out
+        rec = ExecuteReconciler(box.api, planner)
+        assert rec.reconcile(box.run(NAME)) == "Running"
+        victim = box.pod(WORKER0)
+        assert victim is not None and victim.metadata.uid == "t-train-0"
+        assert victim.metadata.deletion_timestamp is not None and victim.metadata.deletion_grace_period_seconds == 1
+        assert box.drive(rec, NAME, passes=80, between=lambda: time.sleep(0.03)) == "Succeeded"
+        run = box.run(NAME)
+        status = run["status"]
+        assert status["observedGeneration"] == run["metadata"]["generation"]
+        assert status["startTime"].endswith("Z") and status["completionTime"] >= status["startTime"]
+        assert true_reasons(run) == [("Complete", "ExecutionCompleted")]
+        assert condition(run, "Waiting")["reason"] == "Admitted"
+        assert condition(run, "Progressing")["status"] == "False"
+        assert status["plan"]["freedNodes"] == ["ascend-node-01"]
+        rows = [
+            (
+                r["victimPodName"],
+                r["fromNodeName"],
+                r["plannedNodeName"],
+                r["placement"]["selectedNodeName"],
+                r["placement"]["actualNodeName"],
+                r["eviction"]["phase"],
+                r["placement"]["phase"],
+            )
+            for r in status["relocations"]
+        ]
+        assert rows == [
+            (WORKER0, "ascend-node-01", "ascend-node-02", "ascend-node-02", "ascend-node-02", "Evicted", "Bound"),
+            (WORKER1, "ascend-node-01", "ascend-node-03", "ascend-node-03", "ascend-node-03", "Evicted", "Bound"),
+        ]
+        for r in status["relocations"]:
+            assert r["podGroupName"] == TRAINING_PG and r["replacementPodGroupName"] == ""
+            assert r["owner"]["kind"] == "Job" and r["owner"]["uid"]
+            assert r["placement"]["replacementPodName"] == r["victimPodName"]
+            replacement = box.pod(r["victimPodName"])
+            assert replacement is not None and replacement.metadata.uid == r["placement"]["replacementPodUID"]
+            assert replacement.metadata.uid != r["victimPodUID"] and replacement.status.phase == "Running"
+        result = status["result"]
+        assert result["freedNodeCount"] >= 1 and result["freedNodes"] == ["ascend-node-01"]
+        assert (result["fragAfterPercent"], result["movedCardCount"], result["evictedPodCount"]) == (0, 2, 2)
+        assert result["metricsVerified"] is True
+        assert npu_pods_on(box, "ascend-node-01") == []
+        assert box.evictions() == {WORKER0: 1, WORKER1: 1}
+        events = [e for e in box.core.list_namespaced_event("default").items if e.involved_object.name == NAME]
+        reasons = sorted(e.reason for e in events)
+        assert reasons == ["Admitted", "Evicted", "Evicted", "ExecutionCompleted"]
+        assert rec.reconcile(run) is None  # finished: left alone
+
+
+@pytest.mark.skipif(not HAVE_KUBECTL, reason="kubectl is not installed")
+def test_kubectl_shows_the_execute_run_and_its_relocations(tmp_path: Path) -> None:
+    with sandbox(tmp_path) as box:
+        box.create_run(execute_run(NAME))
+        assert box.drive(ExecuteReconciler(box.api, InProcessPlanner()), NAME) == "Succeeded"
+        kubectl = ["kubectl", "--kubeconfig", str(tmp_path / "kubeconfig")]
+        wide = subprocess.run([*kubectl, "get", "repackrun", NAME, "-o", "wide"], capture_output=True, text=True)
+        assert wide.returncode == 0, wide.stderr
+        row = wide.stdout.splitlines()[1].split()
+        assert row[:4] == [NAME, "Execute", "Succeeded", "ExecutionCompleted"]
+        path = (
+            "{range .status.relocations[*]}{.victimPodName} {.eviction.phase} {.placement.phase} "
+            "{.plannedNodeName} {.placement.selectedNodeName} {.placement.actualNodeName}{'\\n'}{end}"
+        )
+        got = subprocess.run(
+            [*kubectl, "get", "repackrun", NAME, "-o", f"jsonpath={path}"], capture_output=True, text=True
+        )
+        assert got.stdout.splitlines() == [
+            f"{WORKER0} Evicted Bound ascend-node-02 ascend-node-02 ascend-node-02",
+            f"{WORKER1} Evicted Bound ascend-node-03 ascend-node-03 ascend-node-03",
+        ]
+
+
+def large_training(box: Sandbox) -> list[str]:
+    """The guide's Step 7 job as its controller would create it: a PodGroup of minMember 2 and two
+    workers of 4 NPUs each, in the Ascend pool."""
+    owner = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "ascend-large-training"}
+    owner |= {"uid": "job-ascend-large-training", "controller": True}
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "ascend-large-training", "namespace": NS, "ownerReferences": [owner]},
+        "spec": {"minMember": 2, "queue": "default"},
+    }
+    box.custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", NS, "podgroups", group)
+    names = [f"ascend-large-training-worker-{i}" for i in range(2)]
+    for name in names:
+        meta = {
+            "name": name,
+            "namespace": NS,
+            "labels": {"volcano.sh/job-name": "ascend-large-training", "workload-type": "training"},
+            "annotations": {GROUP_NAME: "ascend-large-training"},
+            "ownerReferences": [owner],
+        }
+        trainer = {
+            "name": "trainer",
+            "image": "alpine:3.20",
+            "resources": {"requests": {NPU: "4"}, "limits": {NPU: "4"}},
+        }
+        spec = {
+            "schedulerName": "volcano",
+            "nodeSelector": {"accelerator-pool": "ascend-npu"},
+            "restartPolicy": "Never",
+        }
+        box.core.create_namespaced_pod(NS, {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+                                            "spec": {**spec, "containers": [trainer]}})  # fmt: skip
+    return names
+
+
+def test_step7_the_8_card_gang_binds_on_the_freed_node(tmp_path: Path) -> None:
+    """The guide's Step 7 premise: a freed node holds the 2×4-NPU gang. guide-ascend.json's nodes have
+    4 cards, so the same cluster is loaded with 8 per node (the moves stay the training job's)."""
+    with sandbox(tmp_path, cards=8) as box:
+        box.create_run(execute_run(NAME))
+        assert box.drive(ExecuteReconciler(box.api, InProcessPlanner()), NAME) == "Succeeded"
+        status = box.run(NAME)["status"]
+        assert status["result"]["freedNodes"] == ["ascend-node-01"] and npu_pods_on(box, "ascend-node-01") == []
+        workers = large_training(box)
+        box.schedule()
+        pods = [box.pod(name) for name in workers]
+        assert [(p.spec.node_name, p.status.phase) for p in pods if p] == [("ascend-node-01", "Running")] * 2
+
+
+def test_serial_admission_cooldown_and_a_replan_with_nothing_to_do(tmp_path: Path) -> None:
+    clock = Clock()
+    with sandbox(tmp_path) as box:
+        rec = ExecuteReconciler(box.api, InProcessPlanner(), options=ExecuteOptions(cooldown=120), clock=clock)
+        box.create_run(execute_run("first"))
+        time.sleep(1.1)  # creationTimestamp has a one-second resolution
+        box.create_run(execute_run("second"))
+        assert rec.reconcile(box.run("second")) == "Pending"  # the older one goes first
+        waiting = condition(box.run("second"), "Waiting")
+        assert (waiting["status"], waiting["reason"]) == ("True", "AnotherRunActive")
+        assert "first" in waiting["message"]
+        assert rec.reconcile(box.run("first")) == "Running"
+        assert rec.reconcile(box.run("second")) == "Pending"
+        assert "RepackRun first is executing" in condition(box.run("second"), "Waiting")["message"]
+        assert box.drive(rec, "first") == "Succeeded"
+        completed = box.run("first")["status"]["completionTime"]
+        assert rec.reconcile(box.run("second")) == "Pending"
+        second = box.run("second")
+        waiting = condition(second, "Waiting")
+        assert (waiting["status"], waiting["reason"]) == ("True", "ExecuteCooldownActive")
+        ends = (datetime.fromisoformat(completed.replace("Z", "+00:00")) + timedelta(seconds=120)).strftime(
+            "%Y-%m-%dT%H:%M:%SZ"
+        )
+        assert waiting["message"] == f"cooldown after RepackRun first ends at {ends}"
+        writes = len(box.server.audit.records("update", "repackruns"))
+        assert rec.reconcile(second) == "Pending"  # still held: nothing new to write
+        assert len(box.server.audit.records("update", "repackruns")) == writes
+        clock.advance(121)
+        assert rec.reconcile(box.run("second")) == "Succeeded"  # admitted, replanned: nothing left to move
+        second = box.run("second")
+        assert true_reasons(second) == [("Complete", "NoFragmentation")]
+        waiting = condition(second, "Waiting")
+        assert (waiting["status"], waiting["reason"]) == ("False", "Admitted")
+        assert second["status"]["relocations"] == [] and second["status"]["result"]["evictedPodCount"] == 0
+        # a run that evicted nothing starts no cooldown
+        box.create_run(execute_run("third"))
+        assert rec.reconcile(box.run("third")) == "Succeeded"
+        assert box.evictions() == {WORKER0: 1, WORKER1: 1}
+
+
+def serving_scope() -> dict[str, Any]:
+    return {
+        "scope": {
+            "podGroups": {"include": {"names": [f"{NS}/ascend-online-serving-0"]}},
+            "nodes": {"include": {"selector": {"matchLabels": {"accelerator-pool": "ascend-npu"}}}},
+        }
+    }
+
+
+def test_a_modelserving_group_rebuilt_under_a_new_podgroup_is_followed(tmp_path: Path) -> None:
+    with sandbox(tmp_path) as box:
+        box.create_run(execute_run(NAME, **serving_scope()))
+        assert box.drive(ExecuteReconciler(box.api, InProcessPlanner()), NAME) == "Succeeded"
+        run = box.run(NAME)
+        assert run["status"]["plan"]["freedNodes"] == ["ascend-node-02"]
+        for pod in ("ascend-online-serving-0-entry", "ascend-online-serving-0-worker"):
+            r = relocation(run, pod)
+            assert r["podGroupName"] == "ascend-online-serving-0"
+            assert r["replacementPodGroupName"] == "ascend-online-serving-0-r1"
+            assert r["owner"]["kind"] == "ModelServing"
+            assert r["placement"]["phase"] == "Bound"
+            rebuilt = box.pod(pod)
+            assert rebuilt is not None and rebuilt.metadata.annotations[GROUP_NAME] == "ascend-online-serving-0-r1"
+            assert rebuilt.metadata.uid == r["placement"]["replacementPodUID"]
+        assert npu_pods_on(box, "ascend-node-02") == []
+        assert all(n <= 1 for n in box.evictions().values())
+
+
+def test_the_planned_node_filled_meanwhile_gives_an_alternative_placement(tmp_path: Path) -> None:
+    """After the journal is written, another workload takes the planned node: Filter fails there,
+    Prioritize picks another receiver (never the freed node), the run still frees its node."""
+
+    def occupy(label: str) -> None:
+        if label == "status:journal":
+            box.server.create(blocker("ascend-node-02", cards=5))
+
+    with sandbox(tmp_path, cards=8) as box:
+        box.create_run(execute_run(NAME))
+        rec = ExecuteReconciler(box.api, InProcessPlanner(), crash=occupy)
+        assert box.drive(rec, NAME) == "Succeeded"
+        run = box.run(NAME)
+        assert true_reasons(run) == [("Complete", "ExecutionCompletedWithAlternativePlacement")]
+        for pod in (WORKER0, WORKER1):
+            r = relocation(run, pod)
+            assert r["plannedNodeName"] == "ascend-node-02"
+            assert r["placement"]["selectedNodeName"] == r["placement"]["actualNodeName"] == "ascend-node-03"
+            assert r["placement"]["phase"] == "Bound"
+        assert run["status"]["result"]["freedNodes"] == ["ascend-node-01"]
+
+
+def blocker(node: str, cards: int) -> dict[str, Any]:
+    """A running pod outside Volcano holding ``cards`` NPUs on ``node``."""
+    meta = {"name": f"blocker-{node}", "namespace": "default", "uid": f"blocker-{node}"}
+    container = {"name": "main", "image": "busybox", "resources": {"requests": {NPU: str(cards)}}}
+    status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    spec = {"nodeName": node, "schedulerName": "default-scheduler", "containers": [container]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def test_a_replacement_bound_before_any_nomination_is_recorded_as_is(tmp_path: Path) -> None:
+    """The scheduler binds the rebuilt pods before the watcher's next pass: nothing is nominated,
+    the binding is recorded (BoundElsewhere when not the planned node) and the outcome reported."""
+    with sandbox(tmp_path) as box:
+        box.create_run(execute_run(NAME))
+        rec = ExecuteReconciler(box.api, InProcessPlanner())
+        assert rec.reconcile(box.run(NAME)) == "Running"
+        box.rebuild()
+        box.schedule()  # no watcher pass in between
+        phase = box.drive(rec, NAME)
+        run = box.run(NAME)
+        for pod in (WORKER0, WORKER1):
+            placement = relocation(run, pod)["placement"]
+            assert placement["selectedNodeName"] == ""
+            actual = box.pod(pod)
+            assert actual is not None and placement["actualNodeName"] == actual.spec.node_name
+            expected = "Bound" if actual.spec.node_name == relocation(run, pod)["plannedNodeName"] else "BoundElsewhere"
+            assert placement["phase"] == expected
+        assert (phase, true_reasons(run)) in (
+            ("Failed", [("Failed", "PartiallyCompleted")]),
+            ("Succeeded", [("Complete", "ExecutionCompleted")]),
+            ("Succeeded", [("Complete", "ExecutionCompletedWithAlternativePlacement")]),
+        )
+        if phase == "Failed":
+            assert "0 of 1 planned nodes freed" in condition(run, "Failed")["message"]
+
+
+def test_only_this_projects_scheduling_gate_is_removed_after_the_nomination(tmp_path: Path) -> None:
+    with gated("example.com/quota", PLACEMENT_GATE), sandbox(tmp_path) as box:
+        box.create_run(execute_run(NAME))
+        rec = ExecuteReconciler(box.api, InProcessPlanner())
+        assert rec.reconcile(box.run(NAME)) == "Running"
+        box.rebuild()
+        rebuilt = box.pod(WORKER0)
+        assert rebuilt is not None and [g.name for g in rebuilt.spec.scheduling_gates] == [
+            "example.com/quota",
+            PLACEMENT_GATE,
+        ]
+        assert rec.reconcile(box.run(NAME)) == "Running"
+        run = box.run(NAME)
+        for pod in (WORKER0, WORKER1):
+            r = relocation(run, pod)
+            assert r["placement"]["phase"] == "Nominated"
+            replacement = box.pod(pod)
+            assert replacement is not None
+            assert replacement.status.nominated_node_name == r["placement"]["selectedNodeName"] == r["plannedNodeName"]
+            assert [g.name for g in replacement.spec.scheduling_gates] == ["example.com/quota"]
+            box.core.patch_namespaced_pod(
+                pod, NS, [{"op": "remove", "path": "/spec/schedulingGates/0"}]
+            )  # its owner lifts it
+        assert box.drive(rec, NAME) == "Succeeded"
+        assert true_reasons(box.run(NAME)) == [("Complete", "ExecutionCompleted")]
+
+
+def test_a_victim_that_finished_by_itself_is_not_evicted_and_not_waited_for(tmp_path: Path) -> None:
+    def finish(label: str) -> None:
+        if label == "status:journal":
+            box.core.patch_namespaced_pod_status(WORKER0, NS, {"status": {"phase": "Succeeded"}})
+
+    with sandbox(tmp_path) as box:
+        box.create_run(execute_run(NAME))
+        assert box.drive(ExecuteReconciler(box.api, InProcessPlanner(), crash=finish), NAME) == "Succeeded"
+        run = box.run(NAME)
+        r = relocation(run, WORKER0)
+        assert (r["eviction"]["phase"], r["placement"]["phase"]) == ("Evicted", "Skipped")
+        assert r["eviction"]["message"] == "not needed: the pod already finished (Succeeded)"
+        assert box.evictions() == {WORKER1: 1}
+        assert run["status"]["result"]["freedNodes"] == ["ascend-node-01"]  # a finished pod holds no card
