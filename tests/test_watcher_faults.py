@@ -71,7 +71,7 @@ def test_a_stale_writer_never_overwrites_a_newer_journal(tmp_path: Path) -> None
         record["eviction"] = {
             "phase": "Pending",
             "attempts": 1,
-            "lastAttemptTime": record["eviction"]["lastAttemptTime"],
+            "lastAttemptTime": "2026-07-30T10:00:00Z",
         }
         record["eviction"]["message"] = "HTTP 429: refused (written by another watcher)"
         box.custom.replace_cluster_custom_object_status(GROUP, VERSION, PLURAL, NAME, run)

@@ -42,7 +42,9 @@ def test_records_speak_the_status_schema_in_camel_case() -> None:
         "cards", "replacementPodGroupName", "eviction", "placement",
     ]  # fmt: skip
     assert doc["owner"] == {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "train", "uid": "job-uid"}
-    assert list(doc["eviction"]) == ["phase", "attempts", "lastAttemptTime", "message"]
+    assert list(doc["eviction"]) == ["phase", "attempts", "message"]  # never tried: no time (date-time typed)
+    tried = Eviction(phase="Pending", attempts=1, last_attempt_time="2026-07-30T10:00:00Z").to_json()
+    assert list(tried) == ["phase", "attempts", "lastAttemptTime", "message"]
     assert list(doc["placement"]) == [
         "phase", "selectedNodeName", "actualNodeName", "replacementPodName", "replacementPodUID", "message",
     ]  # fmt: skip

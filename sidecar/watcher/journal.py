@@ -49,6 +49,8 @@ class _Json:
                 value = list(value)
             elif isinstance(value, float):
                 value = _number(value)
+            elif f.name.endswith("_time") and not value:
+                continue  # an unset timestamp is absent (the CRD types it date-time), as omitempty would
             out[_camel(f.name)] = value
         return out
 
