@@ -19,7 +19,7 @@ import yaml
 from kubernetes import client, config
 
 from sidecar.sandbox.apiserver import ApiServer
-from sidecar.sandbox.controlplane import ControlPlane, ControlPlaneConfig, workloads
+from sidecar.sandbox.controlplane import ControlPlane, ControlPlaneConfig
 from sidecar.sandbox.objects import objects_from_snapshot
 from sidecar.snapshot.io import load_snapshot
 from sidecar.watcher.execute import ExecuteReconciler
@@ -122,10 +122,17 @@ class Sandbox:
 
 @contextmanager
 def sandbox(
-    path: Path, *, cards: int | None = None, grace: int = 0, threads: bool = False, objects: list[Obj] | None = None
+    path: Path,
+    *,
+    cards: int | None = None,
+    grace: int = 0,
+    threads: bool = False,
+    objects: list[Obj] | None = None,
+    gates: tuple[str, ...] = (),
 ) -> Iterator[Sandbox]:
-    """The guide's cluster loaded; the control plane's threads idle unless ``threads``."""
-    conf = ControlPlaneConfig(scheduler_period=0.05 if threads else 3600)
+    """The guide's cluster loaded; the control plane's threads idle unless ``threads``; rebuilt
+    pods created with the scheduling ``gates`` (an admission webhook's effect)."""
+    conf = ControlPlaneConfig(scheduler_period=0.05 if threads else 3600, rebuild_gates=gates)
     with ApiServer(history=200, control_plane=conf) as server:
         box = Sandbox(server, path / "kubeconfig", threads)
         if not threads:
@@ -135,24 +142,6 @@ def sandbox(
             yield box
         finally:
             box.api.close()
-
-
-@contextmanager
-def gated(*gates: str) -> Iterator[None]:
-    """An admission webhook's effect: pods the sandbox's workload controllers rebuild are created
-    with these scheduling gates (gates can only be set at creation)."""
-    original = workloads.fresh_pod
-
-    def fresh(pod: Obj, group: str | None = None) -> Obj:
-        out = original(pod, group)
-        out["spec"]["schedulingGates"] = [{"name": g} for g in gates]
-        return out
-
-    workloads.fresh_pod = fresh
-    try:
-        yield
-    finally:
-        workloads.fresh_pod = original
 
 
 def relocation(run: Obj, pod: str) -> Obj:

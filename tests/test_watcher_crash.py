@@ -19,7 +19,7 @@ import pytest
 from sidecar.watcher.execute import ExecuteReconciler
 from sidecar.watcher.placement import PLACEMENT_GATE
 from sidecar.watcher.planner import InProcessPlanner
-from tests.execute_fixtures import NPU, NS, Sandbox, execute_run, gated, sandbox
+from tests.execute_fixtures import NPU, NS, Sandbox, execute_run, sandbox
 
 NAME = "ascend-execute-001"
 PLANNER = InProcessPlanner()
@@ -40,9 +40,9 @@ class Crash(Exception):
     """The watcher process dying right after a step."""
 
 
-def happy_path(path: Path, spec: dict[str, Any]) -> list[str]:
+def happy_path(path: Path, spec: dict[str, Any], gates: tuple[str, ...]) -> list[str]:
     labels: list[str] = []
-    with sandbox(path) as box:
+    with sandbox(path, gates=gates) as box:
         box.create_run(execute_run(NAME, **spec))
         assert box.drive(ExecuteReconciler(box.api, PLANNER, crash=labels.append), NAME) == "Succeeded"
     return labels
@@ -70,18 +70,17 @@ def check_finished(box: Sandbox, where: str) -> None:
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_a_watcher_killed_after_any_step_resumes_without_double_eviction(tmp_path: Path, scenario: str) -> None:
     spec, gates = SCENARIOS[scenario]
-    with gated(*gates):
-        crash_at_every_step(tmp_path, spec, gates)
+    crash_at_every_step(tmp_path, spec, gates)
 
 
 def crash_at_every_step(tmp_path: Path, spec: dict[str, Any], gates: tuple[str, ...]) -> None:
-    happy = happy_path(tmp_path / "happy", spec)
+    happy = happy_path(tmp_path / "happy", spec, gates)
     assert bool(gates) == any(label.startswith("ungate:") for label in happy)
     assert "status:journal" in happy and any(label.startswith("evict:") for label in happy)
     assert any(label.startswith("nominate:") for label in happy) and happy[-2:][0] == "status:finished"
     for k, label in enumerate(happy):
         where = f"crash after step {k} ({label})"
-        with sandbox(tmp_path / str(k)) as box:
+        with sandbox(tmp_path / str(k), gates=gates) as box:
             box.create_run(execute_run(NAME, **spec))
             seen: list[str] = []
 

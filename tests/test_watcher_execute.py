@@ -28,7 +28,6 @@ from tests.execute_fixtures import (
     Sandbox,
     condition,
     execute_run,
-    gated,
     relocation,
     sandbox,
     true_reasons,
@@ -317,7 +316,7 @@ def test_a_replacement_bound_before_any_nomination_is_recorded_as_is(tmp_path: P
 
 
 def test_only_this_projects_scheduling_gate_is_removed_after_the_nomination(tmp_path: Path) -> None:
-    with gated("example.com/quota", PLACEMENT_GATE), sandbox(tmp_path) as box:
+    with sandbox(tmp_path, gates=("example.com/quota", PLACEMENT_GATE)) as box:
         box.create_run(execute_run(NAME))
         rec = ExecuteReconciler(box.api, InProcessPlanner())
         assert rec.reconcile(box.run(NAME)) == "Running"

@@ -29,7 +29,6 @@ from tests.execute_fixtures import (
     WORKER1,
     condition,
     execute_run,
-    gated,
     relocation,
     sandbox,
     true_reasons,
@@ -259,7 +258,7 @@ class LostAfterPlanning(InProcessPlanner):
 
 
 def test_a_planner_lost_mid_run_leaves_placement_to_the_scheduler(tmp_path: Path) -> None:
-    with gated(PLACEMENT_GATE), sandbox(tmp_path) as box:
+    with sandbox(tmp_path, gates=(PLACEMENT_GATE,)) as box:
         box.create_run(execute_run(NAME))
         phase = box.drive(ExecuteReconciler(box.api, LostAfterPlanning()), NAME)
         run = box.run(NAME)

@@ -21,6 +21,8 @@ class ControlPlaneConfig:
     modelserving: bool = True
     scheduler_period: float = 0.1
     kubelet_start_delay: float = 0.0
+    #: scheduling gates the workload controllers create rebuilt pods with (none: they race the scheduler)
+    rebuild_gates: tuple[str, ...] = ()
 
 
 class ControlPlane:
@@ -30,8 +32,12 @@ class ControlPlane:
         self.config = config = config or ControlPlaneConfig()
         self.scheduler = Scheduler(api, period=config.scheduler_period) if config.scheduler else None
         self.kubelet = Kubelet(api.store, start_delay=config.kubelet_start_delay) if config.kubelet else None
-        wants_workloads = config.jobs or config.modelserving
-        self.workloads = Workloads(api, jobs=config.jobs, modelserving=config.modelserving) if wants_workloads else None
+        wanted = config.jobs or config.modelserving
+        self.workloads = (
+            Workloads(api, jobs=config.jobs, modelserving=config.modelserving, gates=config.rebuild_gates)
+            if wanted
+            else None
+        )
 
     @property
     def parts(self) -> list[Loop]:

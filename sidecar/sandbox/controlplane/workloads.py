@@ -9,6 +9,10 @@
 
 Pod removals arrive through a store listener (under the store lock: only noted), the work is
 done by ``cycle``, so a delete returns before its rebuild as with a real controller.
+
+``gates``: scheduling gates every rebuilt pod is created with — the effect of a mutating webhook
+or of Kthena's placement coordination (the guide's "placement lease and SchedulerGate"), which
+hold a rebuilt pod until the repack watcher has nominated its node and lifted its own gate.
 """
 
 from __future__ import annotations
@@ -37,8 +41,9 @@ def _controller(pod: Obj, kind: str, group: str) -> Obj | None:
     return None
 
 
-def fresh_pod(pod: Obj, group: str | None = None) -> Obj:
-    """A new pod from an old one's template: same name, labels, owners; unbound and Pending."""
+def fresh_pod(pod: Obj, group: str | None = None, gates: tuple[str, ...] = ()) -> Obj:
+    """A new pod from an old one's template: same name, labels, owners; unbound and Pending;
+    created with ``gates`` as its scheduling gates (what an admission webhook would add)."""
     meta = pod["metadata"]
     new_meta: Obj = {"name": meta["name"], "namespace": meta.get("namespace", "")}
     for k in ("labels", "annotations", "ownerReferences"):
@@ -48,6 +53,9 @@ def fresh_pod(pod: Obj, group: str | None = None) -> Obj:
         new_meta.setdefault("annotations", {})[GROUP_NAME] = group
     spec = copy.deepcopy(pod.get("spec", {}))
     spec.pop("nodeName", None)
+    spec.pop("schedulingGates", None)
+    if gates:
+        spec["schedulingGates"] = [{"name": g} for g in gates]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": new_meta, "spec": spec}
 
 
@@ -64,9 +72,18 @@ class Workloads(Loop):
 
     name = "workloads"
 
-    def __init__(self, api: Api, *, jobs: bool = True, modelserving: bool = True, period: float = 0.05) -> None:
+    def __init__(
+        self,
+        api: Api,
+        *,
+        jobs: bool = True,
+        modelserving: bool = True,
+        period: float = 0.05,
+        gates: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(period)
         self.api, self.store, self.jobs, self.modelserving = api, api.store, jobs, modelserving
+        self.gates = gates
         self._gone: queue.SimpleQueue[Obj] = queue.SimpleQueue()
         self._rebuilds: dict[tuple[str, str], _Rebuild] = {}
         self._pods = api.registry.lookup("", "v1", "pods")
@@ -90,7 +107,7 @@ class Workloads(Loop):
             elif self.jobs and (
                 _controller(pod, "Job", "batch.volcano.sh") or (pod["metadata"].get("labels") or {}).get(JOB_NAME)
             ):
-                done += self._recreate(fresh_pod(pod))
+                done += self._recreate(fresh_pod(pod, gates=self.gates))
         return done + self._finish_rebuilds()
 
     def _owner_gone(self, obj: Obj) -> bool:
@@ -161,5 +178,5 @@ class Workloads(Loop):
                 self.api.create(self.api.registry.by_kind(src["apiVersion"], src["kind"]), ns, pg)
             except ApiError:
                 continue
-            done += 1 + sum(self._recreate(fresh_pod(p, new)) for p in rebuild.pods.values())
+            done += 1 + sum(self._recreate(fresh_pod(p, new, self.gates)) for p in rebuild.pods.values())
         return done
