@@ -356,3 +356,32 @@ def test_watch_without_a_cluster_is_a_one_line_error(
     assert capsys.readouterr().err.startswith(f"error: --kubeconfig: {tmp_path / 'missing'}")
     assert main(["watch", "--in-process", "--lease-duration", "5", "--renew-deadline", "6"]) == 2
     assert "lease duration > renew deadline" in capsys.readouterr().err
+
+
+def test_without_a_kubeconfig_the_in_cluster_config_is_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from kubernetes.config import incluster_config
+
+    from sidecar.watcher import args
+
+    token, ca, namespace = tmp_path / "token", tmp_path / "ca.crt", tmp_path / "namespace"
+    token.write_text("t0k3n")
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    namespace.write_text("volcano-system\n")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
+    monkeypatch.setattr(args, "POD_NAMESPACE_FILE", namespace)
+    api = args.connect(None)
+    try:
+        conf = api.configuration
+        assert (conf.host, conf.ssl_ca_cert, conf.api_key["BearerToken"]) == (
+            "https://10.96.0.1:443",
+            str(ca),
+            "bearer t0k3n",
+        )
+        assert conf.connection_pool_maxsize >= 32  # six watches, the Lease and the writes at once
+    finally:
+        api.close()
+    assert args.lease_namespace(args.LeaseFlags()) == "volcano-system"  # the pod's own namespace
+    assert args.lease_namespace(args.LeaseFlags(namespace="ops")) == "ops"
