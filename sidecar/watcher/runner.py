@@ -87,7 +87,9 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
             stop.wait()
             log.info("stopping")
             if elector is not None:
-                elector.stop()  # stops the worker (callback), then releases the Lease
+                elector.stop(
+                    timeout=40.0
+                )  # stops the worker (callback; a reconcile under way ends first), then releases
             else:
                 controller.stop_leading()
         return 0
