@@ -205,6 +205,54 @@ def test_every_reconciler_that_wants_a_run_gets_it_fresh(
     assert phase_of(controller.cache.runs.get("shared") or {}) == ""
 
 
+class Counting:
+    """Each pass writes twice, then status.result.passes + 1, each write with the resourceVersion it holds
+    (a pass started from a stale copy gets a 409)."""
+
+    def __init__(self, k8s: client.ApiClient, upto: int) -> None:
+        self.custom, self.upto = client.CustomObjectsApi(k8s), upto
+        self.seen: list[int] = []
+
+    @staticmethod
+    def passes(run: dict[str, Any]) -> int:
+        return int(((run.get("status") or {}).get("result") or {}).get("passes", 0))
+
+    def wants(self, run: dict[str, Any]) -> bool:
+        return run["metadata"]["name"] == "counter" and self.passes(run) < self.upto
+
+    def reconcile(self, run: dict[str, Any]) -> str | None:
+        self.seen.append(self.passes(run))
+        for step in ("journal", "done"):  # two writes a pass, as a journal step and its outcome
+            status = {"phase": "Running", "result": {"passes": self.passes(run) + (step == "done"), "step": step}}
+            run = self.custom.replace_cluster_custom_object_status(
+                GROUP, VERSION, PLURAL, "counter", {**run, "status": status}
+            )
+        return "Running"  # the same phase every pass: only the resourceVersion tells the copies apart
+
+
+def test_each_pass_starts_from_the_version_the_last_one_wrote(
+    api: ApiServer, k8s: client.ApiClient, controllers: Callable[..., Controller]
+) -> None:
+    counting = Counting(k8s, upto=5)
+    controllers([counting], period=60.0)
+    create_run(k8s, "counter")
+    wait_for(lambda: counting.seen[-1:] == [4])  # each write's own event brings the run back at once
+    assert counting.seen == [0, 1, 2, 3, 4]  # never a stale copy: no pass repeated, no 409
+    assert {r.code for r in api.audit.records("update", "repackruns")} == {200}
+
+
+def test_finished_runs_a_reconciler_wants_are_resynced_too(
+    k8s: client.ApiClient, controllers: Callable[..., Controller]
+) -> None:
+    finished = Recorder(lambda run: not unfinished(run), lambda name: None)  # e.g. TTL: deletes when due
+    controllers([finished], period=0.2)
+    create_run(k8s, "done")
+    run = runs(k8s).get_cluster_custom_object(GROUP, VERSION, PLURAL, "done")
+    run["status"] = {"phase": "Succeeded"}
+    runs(k8s).replace_cluster_custom_object_status(GROUP, VERSION, PLURAL, "done", run)
+    wait_for(lambda: finished.count("done") >= 3, timeout=5)
+
+
 def test_an_api_outage_on_status_writes_is_retried_until_the_run_succeeds(
     api: ApiServer, k8s: client.ApiClient, controllers: Callable[..., Controller]
 ) -> None:

@@ -132,6 +132,7 @@ def test_a_500_on_list_is_retried_with_backoff(api: ApiServer, k8s: client.ApiCl
     informer = Informer(k8s, PODS, backoff=FAST).start()
     try:
         assert informer.wait_for_sync(10)
+        wait_for(lambda: len(api.audit.records("list", "pods")) == 3)  # a request is audited after its answer
         assert [r.code for r in api.audit.records("list", "pods")] == [500, 500, 200]
         assert informer.stats.errors == 2
         assert cached(informer) == fresh_list(k8s)

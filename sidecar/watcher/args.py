@@ -24,9 +24,9 @@ POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespa
 class ExecuteFlags:
     """What Execute will need (seconds); parsed now, handed to the Execute reconciler once it exists."""
 
-    cooldown: float = 600.0
+    cooldown: float = 300.0
     eviction_timeout: float = 300.0
-    execution_timeout: float = 3600.0
+    execution_timeout: float = 900.0
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,30 @@
 """The RepackRun controller: a work queue of run names fed by the informers, one worker, run while leading.
 
 Names are queued by RepackRun events, by Pod events (every unfinished Execute run: Execute waits
-for rebuilt pods) and by a resync of every unfinished run each ``period`` seconds, so deadlines and
-cooldowns progress without events. The worker hands each run, read fresh from the cache, to every
-reconciler that wants it. A failing run goes back to the queue after its own backoff; it never
-stops the others. ``run_once`` is one pass for ``watch --once``.
+for rebuilt pods) and by a resync each ``period`` seconds of every run some reconciler wants (the
+unfinished ones, and finished ones a TTL reconciler would delete), so deadlines, cooldowns and
+TTLs progress without events. The worker hands each run, read fresh from the cache, to every
+reconciler that wants it, and after each reconcile waits (bounded) until the cache holds the
+run's current resourceVersion, so the next pass never starts from the copy it just overwrote. A
+failing run goes back to the queue after its own backoff; it never stops the others.
+``run_once`` is one pass for ``watch --once``.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import structlog
+import urllib3
 from kubernetes import client
+from kubernetes.client import ApiException
 
 from sidecar.watcher.cluster import ClusterCache
-from sidecar.watcher.dryrun import TERMINAL, DryRunReconciler, Planner, phase_of
+from sidecar.watcher.dryrun import GROUP, PLURAL, TERMINAL, VERSION, DryRunReconciler, Planner, phase_of
 from sidecar.watcher.dryrun import wants as dryrun_wants
 from sidecar.watcher.informer import DELETED, Backoff
 from sidecar.watcher.workqueue import WorkQueue
@@ -70,6 +76,10 @@ def name_of(run: Obj) -> str:
     return str((run.get("metadata") or {}).get("name") or "")
 
 
+def version_of(run: Obj | None) -> str:
+    return str(((run or {}).get("metadata") or {}).get("resourceVersion") or "")
+
+
 class Controller:
     """Event-driven while leading (``start_leading``/``stop_leading``, or ``run`` without election)."""
 
@@ -85,9 +95,9 @@ class Controller:
     ) -> None:
         self.cache = cache or ClusterCache(api)
         self.reconcilers = list(reconcilers)
+        self._runs_api = client.CustomObjectsApi(api)
         self.period = period
-        #: after a reconcile reached a phase, how long to wait for the cache to show it (so the next
-        #: pass does not start from the copy the reconciler just overwrote)
+        #: after a reconcile, how long to wait for the cache to hold the run's current version
         self.settle = settle
         self.queue = WorkQueue(backoff or Backoff(initial=min(0.5, period), cap=60.0))
         self.stopped = threading.Event()
@@ -98,10 +108,13 @@ class Controller:
         self.cache.pods.add_handler(self._on_pod)
 
     # -- event handlers (informer threads: enqueue only) -------------------------------------
+    def wanted(self, run: Obj) -> bool:
+        return any(r.wants(run) for r in self.reconcilers)
+
     def _on_run(self, kind: str, run: Obj) -> None:
         if kind == DELETED:
             self.queue.forget(name_of(run))
-        elif self._leading.is_set() and unfinished(run):
+        elif self._leading.is_set() and self.wanted(run):
             self.queue.add(name_of(run))
 
     def _on_pod(self, kind: str, pod: Obj) -> None:
@@ -112,8 +125,8 @@ class Controller:
                 self.queue.add(name_of(run))
 
     def resync(self) -> int:
-        """Queue every unfinished run; returns how many."""
-        names = [name_of(r) for r in self.cache.list_runs() if unfinished(r)]
+        """Queue every run some reconciler wants; returns how many."""
+        names = [name_of(r) for r in self.cache.list_runs() if self.wanted(r)]
         for name in names:
             self.queue.add(name)
         return len(names)
@@ -142,20 +155,31 @@ class Controller:
                     failures=self.queue.failures(name) + 1,
                 )
                 continue
+            finally:
+                self._settle(name, version_of(run))
             if phase is not None:
                 reached = phase
-                self._settle(name, phase)
         if failed:
             self.queue.add_rate_limited(name)
         else:
             self.queue.forget(name)
         return reached
 
-    def _settle(self, name: str, phase: str) -> None:
-        """Wait (bounded, and not past ``stop_leading``) until the cache shows the phase just reached."""
+    def _settle(self, name: str, handed: str) -> None:
+        """Read your writes: when the run moved past the version handed to the reconciler, wait
+        (bounded, and not past ``stop_leading``) until the cache holds its current version."""
+        if not self._leading.is_set():
+            return  # run_once: no informer to wait for
+        try:
+            raw: Any = self._runs_api.get_cluster_custom_object(GROUP, VERSION, PLURAL, name, _preload_content=False)
+            current = version_of(json.loads(raw.data))
+        except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError):
+            return  # deleted, or the API is away: the next event or resync will do
+        if current == handed:
+            return
         deadline = time.monotonic() + self.settle
         while self._leading.is_set() and (left := deadline - time.monotonic()) > 0:
-            if self.cache.runs.wait_until(lambda: phase_of(self.cache.runs.get(name) or {}) == phase, min(0.1, left)):
+            if self.cache.runs.wait_until(lambda: version_of(self.cache.runs.get(name)) == current, min(0.1, left)):
                 return
 
     def run_once(self) -> dict[str, str]:
@@ -165,7 +189,7 @@ class Controller:
             self.cache.refresh()
         done: dict[str, str] = {}
         for run in self.cache.list_runs():
-            if unfinished(run):
+            if self.wanted(run):
                 phase = self.process(name_of(run))
                 if phase is not None:
                     done[name_of(run)] = phase
