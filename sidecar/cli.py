@@ -17,7 +17,7 @@ from sidecar import logs
 from sidecar.api.v1alpha1 import plan_pb2, service_pb2
 from sidecar.errors import InputError
 from sidecar.scenarios.synth import SynthOptions
-from sidecar.watcher.args import watch_arguments
+from sidecar.watcher.args import watch_arguments, watch_options
 
 if TYPE_CHECKING:
     from sidecar.service import RepackService
@@ -305,9 +305,9 @@ def cmd_sandbox_serve(ns: argparse.Namespace) -> int:
 
 def cmd_watch(ns: argparse.Namespace) -> int:
     from sidecar.client import RepackClient
-    from sidecar.watcher.controller import watch
+    from sidecar.watcher.runner import watch
 
-    return watch(ns.kubeconfig, RepackClient(ns.sidecar) if ns.sidecar else None, once=ns.once, period=ns.period)
+    return watch(watch_options(ns), RepackClient(ns.sidecar) if ns.sidecar else None)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -381,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--control-plane", action="store_true", help="also run the simulated scheduler, kubelet, controllers"
     )
     sbs.set_defaults(func=cmd_sandbox_serve)
-    w = sub.add_parser("watch", help="the RepackRun controller (DryRun) on a cluster")
+    w = sub.add_parser("watch", help="the RepackRun controller (DryRun) on a cluster, leader-elected")
     watch_arguments(w)
     w.set_defaults(func=cmd_watch)
     return p

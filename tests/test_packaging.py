@@ -196,7 +196,7 @@ def test_the_watcher_makes_only_requests_its_rbac_allows(tmp_path: Path) -> None
 
     from sidecar.sandbox.apiserver import ApiServer
     from sidecar.snapshot.io import load_snapshot
-    from sidecar.watcher.controller import Controller
+    from sidecar.watcher.controller import Controller, dry_run
     from sidecar.watcher.dryrun import InProcessPlanner
     from sidecar.watcher.ttl import TTLReconciler
 
@@ -211,7 +211,9 @@ def test_the_watcher_makes_only_requests_its_rbac_allows(tmp_path: Path) -> None
         api.audit.clear()
         k8s = config.new_client_from_config(str(api.kubeconfig(tmp_path / "kubeconfig")))
         try:
-            assert Controller(k8s, InProcessPlanner()).run_once() == {run["metadata"]["name"]: "Succeeded"}
+            assert Controller(k8s, [dry_run(k8s, InProcessPlanner())]).run_once() == {
+                run["metadata"]["name"]: "Succeeded"
+            }
             finished = api.api.get(api.registry.by_kind(run["apiVersion"], "RepackRun"), "", run["metadata"]["name"])
             later = datetime.now(UTC) + timedelta(days=1)
             assert TTLReconciler(k8s, clock=lambda: later).reconcile(finished) == "Deleted"

@@ -17,7 +17,7 @@ from sidecar.cli import main
 from sidecar.client import RepackClient
 from sidecar.sandbox.apiserver import ApiServer
 from sidecar.snapshot.io import load_snapshot
-from sidecar.watcher.controller import Controller
+from sidecar.watcher.controller import Controller, dry_run
 from sidecar.watcher.dryrun import GROUP, PLURAL, VERSION, DryRunReconciler, InProcessPlanner, Planner
 from tests.conftest import ServerThread
 from tests.sandbox_fixtures import wait_for
@@ -88,7 +88,7 @@ def test_the_guides_dryrun_succeeds_with_its_plan(
     api: ApiServer, k8s: client.ApiClient, kubeconfig: Path, planner: Planner
 ) -> None:
     apply_guide_run(k8s, kubeconfig)
-    assert Controller(k8s, planner).run_once() == {NAME: "Succeeded"}
+    assert Controller(k8s, [dry_run(k8s, planner)]).run_once() == {NAME: "Succeeded"}
     run = read_run(k8s)
     status = run["status"]
     assert status["phase"] == "Succeeded"
@@ -113,13 +113,13 @@ def test_the_guides_dryrun_succeeds_with_its_plan(
     (event,) = [e for e in events if e.involved_object.name == NAME]
     assert (event.reason, event.type, event.involved_object.kind) == ("RepackRecommended", "Normal", "RepackRun")
     # a finished run is left alone
-    assert Controller(k8s, planner).run_once() == {}
+    assert Controller(k8s, [dry_run(k8s, planner)]).run_once() == {}
 
 
 @needs_kubectl
 def test_kubectl_wide_shows_mode_phase_and_fragmentation(k8s: client.ApiClient, kubeconfig: Path) -> None:
     apply_guide_run(k8s, kubeconfig)
-    Controller(k8s, InProcessPlanner()).run_once()
+    Controller(k8s, [dry_run(k8s, InProcessPlanner())]).run_once()
     header, row = kubectl(kubeconfig, "get", "repackruns", "-o", "wide").splitlines()
     assert header.split()[:7] == ["NAME", "MODE", "PHASE", "REASON", "FRAG-BEFORE", "FRAG-AFTER", "FREED"]
     assert row.split()[:7] == [NAME, "DryRun", "Succeeded", "RepackRecommended", "33.3", "0", "1"]
@@ -134,7 +134,7 @@ def test_a_goal_no_node_provides_fails_naming_the_field(k8s: client.ApiClient, p
         "spec": {"mode": "DryRun", "goals": [{"resource": "example.com/no-such-card"}]},
     }
     client.CustomObjectsApi(k8s).create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
-    assert Controller(k8s, planner).run_once() == {"no-such-cards": "Failed"}
+    assert Controller(k8s, [dry_run(k8s, planner)]).run_once() == {"no-such-cards": "Failed"}
     run = read_run(k8s, "no-such-cards")
     failed = condition(run, "Failed")
     assert (run["status"]["phase"], failed["reason"]) == ("Failed", "InvalidSpec")
@@ -151,7 +151,7 @@ def test_a_409_on_the_status_write_rereads_and_still_succeeds(
     apply_guide_run(k8s, kubeconfig)
     api.audit.clear()  # kubectl apply reads the run too
     api.faults.fail("update", "repackruns", 409, times=1, subresource="status")
-    assert Controller(k8s, InProcessPlanner()).run_once() == {NAME: "Succeeded"}
+    assert Controller(k8s, [dry_run(k8s, InProcessPlanner())]).run_once() == {NAME: "Succeeded"}
     assert api.faults.pending() == 0
     writes = [r.code for r in api.audit.records("update", "repackruns") if r.subresource == "status"]
     assert writes == [409, 200, 200, 200]
@@ -171,7 +171,7 @@ def test_a_409_after_another_writer_finished_the_run_does_not_overwrite(
     }
     custom.replace_cluster_custom_object_status(GROUP, VERSION, PLURAL, NAME, done)
     # the watcher still holds the stale copy (no status): its first write conflicts, the re-read shows it finished
-    assert Controller(k8s, InProcessPlanner())._reconciler.reconcile(run) is None
+    assert dry_run(k8s, InProcessPlanner()).reconcile(run) is None
     assert condition(read_run(k8s), "Failed")["reason"] == "Other"
 
 
@@ -185,13 +185,13 @@ def test_the_cli_watches_once(k8s: client.ApiClient, kubeconfig: Path, capsys: p
 def test_a_sidecar_that_is_down_fails_the_run_explicitly(k8s: client.ApiClient, kubeconfig: Path) -> None:
     apply_guide_run(k8s, kubeconfig)
     with RepackClient("127.0.0.1:1", timeout=2) as down:
-        assert Controller(k8s, down).run_once() == {NAME: "Failed"}
+        assert Controller(k8s, [dry_run(k8s, down)]).run_once() == {NAME: "Failed"}
     failed = condition(read_run(k8s), "Failed")
     assert failed["reason"] == "PlannerUnavailable" and "UNAVAILABLE" in failed["message"]
 
 
 def test_the_loop_reconciles_new_runs_and_stops(k8s: client.ApiClient, kubeconfig: Path) -> None:
-    controller = Controller(k8s, InProcessPlanner(), period=0.05)
+    controller = Controller(k8s, [dry_run(k8s, InProcessPlanner())], period=0.05)
     loop = threading.Thread(target=controller.run, daemon=True)
     loop.start()
     try:

@@ -1,15 +1,119 @@
-"""``repack-sidecar watch`` flags, kept here so the CLI module stays a thin switchboard."""
+"""``repack-sidecar watch`` flags and the cluster connection, kept here so the CLI module stays a thin switchboard.
+
+Nothing from the Kubernetes client is imported at module level: the CLI builds its parser from
+this module on every command.
+"""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sidecar.errors import InputError
+
+if TYPE_CHECKING:
+    from kubernetes import client
+
+#: the service account's namespace inside a pod (the Lease's default namespace there)
+POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+@dataclass(frozen=True)
+class ExecuteFlags:
+    """What Execute will need (seconds); parsed now, handed to the Execute reconciler once it exists."""
+
+    cooldown: float = 300.0
+    eviction_timeout: float = 300.0
+    execution_timeout: float = 900.0
+
+
+@dataclass(frozen=True)
+class LeaseFlags:
+    name: str = "repack-watcher"
+    namespace: str = ""  # empty: the pod's namespace, else "default"
+    duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    kubeconfig: str | None = None
+    once: bool = False
+    period: float = 2.0
+    resync: float = 300.0
+    leader_elect: bool = True
+    lease: LeaseFlags = field(default_factory=LeaseFlags)
+    execute: ExecuteFlags = field(default_factory=ExecuteFlags)
 
 
 def watch_arguments(parser: argparse.ArgumentParser) -> None:
-    """--kubeconfig, the planner (a sidecar on HOST:PORT, or the service in process), --once, --period."""
-    parser.add_argument("--kubeconfig", required=True, help="kubeconfig file of the cluster to watch")
+    """The cluster, the planner (a sidecar on HOST:PORT, or the service in process), the loop, the
+    Lease, and Execute's timings."""
+    d, lease, ex = WatchOptions(), LeaseFlags(), ExecuteFlags()
+    parser.add_argument("--kubeconfig", help="kubeconfig file of the cluster (default: in-cluster config)")
     pick = parser.add_mutually_exclusive_group(required=True)
     pick.add_argument("--sidecar", metavar="HOST:PORT", help="plan through this sidecar's gRPC API")
     pick.add_argument("--in-process", action="store_true", help="plan in this process (no sidecar)")
-    parser.add_argument("--once", action="store_true", help="one reconcile pass, then exit")
-    parser.add_argument("--period", type=float, default=2.0, help="seconds between passes")
+    parser.add_argument("--once", action="store_true", help="one pass over the unfinished runs, then exit")
+    parser.add_argument("--period", type=float, default=d.period, help="seconds between resyncs of unfinished runs")
+    parser.add_argument("--resync", type=float, default=d.resync, help="seconds between full relists of each kind")
+    parser.add_argument("--no-leader-elect", dest="leader_elect", action="store_false", help="run without a Lease")
+    parser.add_argument("--lease-name", default=lease.name)
+    parser.add_argument("--lease-namespace", default="", help="default: the pod's namespace, else 'default'")
+    parser.add_argument("--lease-duration", type=float, default=lease.duration, help="seconds")
+    parser.add_argument("--renew-deadline", type=float, default=lease.renew_deadline, help="seconds")
+    parser.add_argument("--retry-period", type=float, default=lease.retry_period, help="seconds")
+    parser.add_argument("--execute-cooldown", type=float, default=ex.cooldown, help="seconds after an Execute run")
+    parser.add_argument("--eviction-timeout", type=float, default=ex.eviction_timeout, help="seconds per eviction")
+    parser.add_argument("--execution-timeout", type=float, default=ex.execution_timeout, help="seconds per run")
+
+
+def watch_options(ns: argparse.Namespace) -> WatchOptions:
+    """The parsed flags, checked (a bad value is an InputError: exit 2)."""
+    for flag in ("period", "resync", "execute_cooldown", "eviction_timeout", "execution_timeout"):
+        if getattr(ns, flag) < 0 or (flag == "period" and ns.period <= 0):
+            raise InputError(f"--{flag.replace('_', '-')}", f"must be {'positive' if flag == 'period' else '>= 0'}")
+    lease = LeaseFlags(ns.lease_name, ns.lease_namespace, ns.lease_duration, ns.renew_deadline, ns.retry_period)
+    if not lease.duration > lease.renew_deadline > lease.retry_period > 0:
+        raise InputError("--lease-duration", "needs lease duration > renew deadline > retry period > 0")
+    return WatchOptions(
+        kubeconfig=ns.kubeconfig,
+        once=ns.once,
+        period=ns.period,
+        resync=ns.resync,
+        leader_elect=ns.leader_elect,
+        lease=lease,
+        execute=ExecuteFlags(ns.execute_cooldown, ns.eviction_timeout, ns.execution_timeout),
+    )
+
+
+def lease_namespace(flags: LeaseFlags) -> str:
+    if flags.namespace:
+        return flags.namespace
+    try:
+        return POD_NAMESPACE_FILE.read_text().strip() or "default"
+    except OSError:
+        return "default"
+
+
+def connect(kubeconfig: str | None) -> client.ApiClient:
+    """A client for the kubeconfig given, else the in-cluster config; an InputError when neither works.
+    Its connection pool has room for the informers' watches, the Lease and the controller's writes."""
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    conf = client.Configuration()
+    try:
+        if kubeconfig:
+            config.load_kube_config(config_file=kubeconfig, client_configuration=conf)  # type: ignore[no-untyped-call]
+        else:
+            config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]
+    except (ConfigException, OSError, ValueError) as exc:
+        if kubeconfig:
+            raise InputError("--kubeconfig", f"{kubeconfig}: {exc}") from exc
+        raise InputError("--kubeconfig", f"not given, and no in-cluster config ({exc})") from exc
+    conf.connection_pool_maxsize = max(conf.connection_pool_maxsize or 0, 32)
+    return client.ApiClient(conf)

@@ -1,76 +1,234 @@
-"""The watch loop: list RepackRuns every period and reconcile the DryRuns.
+"""The RepackRun controller: a work queue of run names fed by the informers, one worker, run while leading.
 
-Polling keeps this slice simple and crash-safe (each pass starts from the API's state); the next
-step is a watch from the list's resourceVersion (410 → relist) and a Lease for leader election.
+Names are queued by RepackRun events, by Pod events (every unfinished Execute run: Execute waits
+for rebuilt pods) and by a resync each ``period`` seconds of every run some reconciler wants (the
+unfinished ones, and finished ones a TTL reconciler would delete), so deadlines, cooldowns and
+TTLs progress without events. The worker hands each run, read fresh from the cache, to every
+reconciler that wants it, and after each reconcile waits (bounded) until the cache holds the
+run's current resourceVersion, so the next pass never starts from the copy it just overwrote. A
+failing run goes back to the queue after its own backoff; it never stops the others.
+``run_once`` is one pass for ``watch --once``.
 """
 
 from __future__ import annotations
 
+import json
 import threading
-from typing import Any, cast
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import structlog
-from kubernetes import client, config
+import urllib3
+from kubernetes import client
 from kubernetes.client import ApiException
 
-from sidecar.watcher.dryrun import GROUP, PLURAL, VERSION, DryRunReconciler, InProcessPlanner, Planner, wants
+from sidecar.watcher.cluster import ClusterCache
+from sidecar.watcher.dryrun import GROUP, PLURAL, TERMINAL, VERSION, DryRunReconciler, Planner, phase_of
+from sidecar.watcher.informer import DELETED, Backoff
+from sidecar.watcher.workqueue import WorkQueue
 
+Obj = dict[str, Any]
 log = structlog.get_logger("sidecar.watcher")
 
 
-class Controller:
-    """Reconciles every unfinished DryRun on each pass; one run's failure never stops the others."""
+class Reconciler(Protocol):
+    """One mode's logic. ``wants``: is this run mine to drive now? ``reconcile``: drive it (the run
+    is a private copy, read from the cache just before); returns the phase reached, or None."""
 
-    def __init__(self, api: client.ApiClient, planner: Planner, *, period: float = 2.0) -> None:
-        self._custom = client.CustomObjectsApi(api)
-        self._reconciler = DryRunReconciler(api, planner)
+    def wants(self, run: Obj) -> bool: ...
+
+    def reconcile(self, run: Obj) -> str | None: ...
+
+
+def dry_run(api: client.ApiClient, planner: Planner, cache: ClusterCache | None = None) -> Reconciler:
+    """The DryRun reconciler, planning on the cache's snapshot (a fresh read without a cache)."""
+    return DryRunReconciler(api, planner, snapshot=cache.snapshot if cache is not None else None)
+
+
+def unfinished(run: Obj) -> bool:
+    return phase_of(run) not in TERMINAL
+
+
+def is_execute(run: Obj) -> bool:
+    return (run.get("spec") or {}).get("mode") == "Execute"
+
+
+def name_of(run: Obj) -> str:
+    return str((run.get("metadata") or {}).get("name") or "")
+
+
+def version_of(run: Obj | None) -> str:
+    return str(((run or {}).get("metadata") or {}).get("resourceVersion") or "")
+
+
+class Controller:
+    """Event-driven while leading (``start_leading``/``stop_leading``, or ``run`` without election)."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        reconcilers: Sequence[Reconciler],
+        *,
+        cache: ClusterCache | None = None,
+        period: float = 2.0,
+        backoff: Backoff | None = None,
+        settle: float = 2.0,
+    ) -> None:
+        self.cache = cache or ClusterCache(api)
+        self.reconcilers = list(reconcilers)
+        self._runs_api = client.CustomObjectsApi(api)
         self.period = period
+        #: after a reconcile, how long to wait for the cache to hold the run's current version
+        self.settle = settle
+        self.queue = WorkQueue(backoff or Backoff(initial=min(0.5, period), cap=60.0))
         self.stopped = threading.Event()
+        self._leading = threading.Event()
+        self._worker: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.cache.runs.add_handler(self._on_run)
+        self.cache.pods.add_handler(self._on_pod)
+
+    # -- event handlers (informer threads: enqueue only) -------------------------------------
+    def wanted(self, run: Obj) -> bool:
+        return any(r.wants(run) for r in self.reconcilers)
+
+    def _on_run(self, kind: str, run: Obj) -> None:
+        if kind == DELETED:
+            self.queue.forget(name_of(run))
+        elif self._leading.is_set() and self.wanted(run):
+            self.queue.add(name_of(run))
+
+    def _on_pod(self, kind: str, pod: Obj) -> None:
+        if not self._leading.is_set():
+            return
+        for run in self.cache.list_runs():
+            if is_execute(run) and unfinished(run):
+                self.queue.add(name_of(run))
+
+    def resync(self) -> int:
+        """Queue every run some reconciler wants; returns how many."""
+        names = [name_of(r) for r in self.cache.list_runs() if self.wanted(r)]
+        for name in names:
+            self.queue.add(name)
+        return len(names)
+
+    # -- one run -----------------------------------------------------------------------------
+    def process(self, name: str) -> str | None:
+        """Hand the run to every reconciler that wants it; returns the last phase one reached.
+        An error is logged and the run queued again after its backoff; it never escapes."""
+        reached: str | None = None
+        failed = False
+        for reconciler in self.reconcilers:
+            run = self.cache.run(name)
+            if run is None:
+                return reached
+            if not reconciler.wants(run):
+                continue
+            try:
+                phase = reconciler.reconcile(run)
+            except Exception as exc:  # an API outage, a bug: this run waits, the others go on
+                failed = True
+                log.warning(
+                    "repackrun not reconciled; will retry",
+                    run=name,
+                    reconciler=type(reconciler).__name__,
+                    error=f"{type(exc).__name__}: {exc}",
+                    failures=self.queue.failures(name) + 1,
+                )
+                continue
+            finally:
+                self._settle(name, version_of(run))
+            if phase is not None:
+                reached = phase
+        if failed:
+            self.queue.add_rate_limited(name)
+        else:
+            self.queue.forget(name)
+        return reached
+
+    def _settle(self, name: str, handed: str) -> None:
+        """Read your writes: when the run moved past the version handed to the reconciler, wait
+        (bounded, and not past ``stop_leading``) until the cache holds its current version."""
+        if not self._leading.is_set():
+            return  # run_once: no informer to wait for
+        try:
+            raw: Any = self._runs_api.get_cluster_custom_object(GROUP, VERSION, PLURAL, name, _preload_content=False)
+            current = version_of(json.loads(raw.data))
+        except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError):
+            return  # deleted, or the API is away: the next event or resync will do
+        if current == handed:
+            return
+        deadline = time.monotonic() + self.settle
+        while self._leading.is_set() and (left := deadline - time.monotonic()) > 0:
+            if self.cache.runs.wait_until(lambda: version_of(self.cache.runs.get(name)) == current, min(0.1, left)):
+                return
 
     def run_once(self) -> dict[str, str]:
-        """One pass; returns the phase each run reached in it (runs left alone are absent)."""
-        listed = cast(dict[str, Any], self._custom.list_cluster_custom_object(GROUP, VERSION, PLURAL))
-        runs: list[dict[str, Any]] = listed.get("items") or []
+        """One pass over every unfinished run (the cache listed once when no informer runs);
+        returns the phase each run reached (runs left alone are absent)."""
+        if not self.cache.has_synced():
+            self.cache.refresh()
         done: dict[str, str] = {}
-        for run in runs:
-            if not wants(run):
-                continue
-            name = run["metadata"]["name"]
-            try:
-                phase = self._reconciler.reconcile(run)
-            except (ApiException, RuntimeError) as exc:
-                log.warning("repackrun not reconciled; next pass retries", run=name, error=str(exc))
-                continue
-            if phase is not None:
-                done[name] = phase
+        for run in self.cache.list_runs():
+            if self.wanted(run):
+                phase = self.process(name_of(run))
+                if phase is not None:
+                    done[name_of(run)] = phase
         return done
 
-    def run(self) -> None:
-        """Pass after pass until ``stop``; an API outage is logged and waited out."""
-        while not self.stopped.is_set():
+    # -- leadership --------------------------------------------------------------------------
+    def start_leading(self) -> None:
+        """Start the worker (non-blocking: it first waits for the cache to sync)."""
+        with self._lock:
+            if self._worker is not None and self._worker.is_alive():
+                return
+            self.queue.clear()
+            self._leading.set()
+            self._worker = threading.Thread(target=self._work, name="repackrun-worker", daemon=True)
+            self._worker.start()
+        log.info("controller started")
+
+    def stop_leading(self, timeout: float = 30.0) -> None:
+        """Stop the worker; a reconcile under way finishes first (its writes carry resourceVersions)."""
+        with self._lock:
+            self._leading.clear()
+            self.queue.wake()
+            worker, self._worker = self._worker, None
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(timeout)
+            if worker.is_alive():
+                log.warning("controller worker still busy after stop", timeout=timeout)
+        self.queue.clear()
+        log.info("controller stopped")
+
+    def _work(self) -> None:
+        while self._leading.is_set() and not self.cache.wait_for_sync(0.2):
+            pass
+        next_resync = 0.0
+        while self._leading.is_set():
+            now = time.monotonic()
+            if now >= next_resync:
+                self.resync()
+                next_resync = now + self.period
+            name = self.queue.get(timeout=max(0.0, next_resync - time.monotonic()))
+            if name is None:
+                continue
             try:
-                self.run_once()
-            except ApiException as exc:
-                log.warning("repackruns not listed", status=exc.status, reason=exc.reason)
-            self.stopped.wait(self.period)
+                self.process(name)
+            finally:
+                self.queue.done(name)
+
+    # -- without leader election -------------------------------------------------------------
+    def run(self) -> None:
+        """Cache and worker until ``stop`` (no leader election: the only replica, or tests)."""
+        self.cache.start()
+        self.start_leading()
+        try:
+            self.stopped.wait()
+        finally:
+            self.stop_leading()
+            self.cache.stop()
 
     def stop(self) -> None:
         self.stopped.set()
-
-
-def watch(kubeconfig: str, planner: Planner | None, *, once: bool = False, period: float = 2.0) -> int:
-    """``repack-sidecar watch``: one pass (``once``) or a loop until interrupted; exit code 0.
-    ``planner`` None plans in process (the CLI passes the gRPC client: the watcher may not import it)."""
-    api = config.new_client_from_config(kubeconfig)  # type: ignore[no-untyped-call]
-    controller = Controller(api, planner or InProcessPlanner(), period=period)
-    try:
-        if once:
-            for name, phase in sorted(controller.run_once().items()):
-                print(f"repackrun/{name} {phase}", flush=True)
-        else:
-            controller.run()
-    except KeyboardInterrupt:
-        controller.stop()
-    finally:
-        api.close()
-    return 0

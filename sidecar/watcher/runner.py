@@ -1,0 +1,109 @@
+"""``repack-sidecar watch``: the informers, the Lease and the controller wired together.
+
+Informers run on every replica (a standby's cache is warm when it takes over); the controller's
+worker runs only while this replica holds the Lease. SIGTERM (or SIGINT) stops the worker,
+releases the Lease and exits 0.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+
+import structlog
+from kubernetes import client
+
+from sidecar.watcher.args import WatchOptions, connect, lease_namespace
+from sidecar.watcher.cluster import ClusterCache
+from sidecar.watcher.controller import Controller, Reconciler, dry_run
+from sidecar.watcher.dryrun import InProcessPlanner, Planner
+from sidecar.watcher.execute import ExecuteReconciler
+from sidecar.watcher.lease import LeaderElector, LeaseConfig
+from sidecar.watcher.progress import ExecuteOptions
+from sidecar.watcher.status import utcnow
+from sidecar.watcher.ttl import TTLReconciler
+
+log = structlog.get_logger("sidecar.watcher")
+
+
+def reconcilers(
+    api: client.ApiClient, planner: Planner, cache: ClusterCache, options: WatchOptions
+) -> list[Reconciler]:
+    """DryRun, Execute (its options from the flags) and TTL, each on the cache's snapshot and runs."""
+    ex = options.execute
+    execute = ExecuteOptions(
+        cooldown=ex.cooldown, eviction_timeout=ex.eviction_timeout, execution_timeout=ex.execution_timeout
+    )
+    return [
+        dry_run(api, planner, cache),
+        ExecuteReconciler(api, planner, options=execute, snapshot=cache.snapshot, runs=cache.list_runs),
+        TTLReconciler(api, clock=utcnow),
+    ]
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM/SIGINT set ``stop`` (only the main thread may install handlers; elsewhere, nothing)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Event | None = None) -> int:
+    """One pass (``options.once``) or the controller until SIGTERM/SIGINT (or ``stop``); exit code 0.
+    ``planner`` None plans in process (the CLI passes the gRPC client: the watcher may not import it)."""
+    api = connect(options.kubeconfig)
+    stop = stop or threading.Event()
+    cache = ClusterCache(api, resync=options.resync)
+    controller = Controller(
+        api, reconcilers(api, planner or InProcessPlanner(), cache, options), cache=cache, period=options.period
+    )
+    try:
+        if options.once:
+            for name, phase in sorted(controller.run_once().items()):
+                print(f"repackrun/{name} {phase}", flush=True)
+            return 0
+        log.info(
+            "watching",
+            leader_elect=options.leader_elect,
+            period=options.period,
+            resync=options.resync,
+            execute=asdict(options.execute),
+        )
+        with _stop_on_signals(stop):
+            cache.start()
+            elector = None
+            if options.leader_elect:
+                lease = LeaseConfig(
+                    name=options.lease.name,
+                    namespace=lease_namespace(options.lease),
+                    lease_duration=options.lease.duration,
+                    renew_deadline=options.lease.renew_deadline,
+                    retry_period=options.lease.retry_period,
+                )
+                elector = LeaderElector(
+                    api, lease, on_started_leading=controller.start_leading, on_stopped_leading=controller.stop_leading
+                ).start()
+            else:
+                controller.start_leading()
+            stop.wait()
+            log.info("stopping")
+            if elector is not None:
+                elector.stop(
+                    timeout=40.0
+                )  # stops the worker (callback; a reconcile under way ends first), then releases
+            else:
+                controller.stop_leading()
+        return 0
+    finally:
+        cache.stop()
+        api.close()  # type: ignore[no-untyped-call]
