@@ -4,78 +4,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TypeVar
 
-import yaml
 from google.protobuf import json_format
-from google.protobuf.message import Message
 
 from sidecar import logs
-from sidecar.api.v1alpha1 import plan_pb2, service_pb2
+from sidecar.api.v1alpha1 import service_pb2
+from sidecar.cli.demo import DEMO, cmd_demo
+from sidecar.cli.output import emit, fragmentation_table, plan_table
 from sidecar.errors import InputError
 from sidecar.scenarios.synth import SynthOptions
 from sidecar.watcher.args import watch_arguments, watch_options
 
-if TYPE_CHECKING:
-    from sidecar.service import RepackService
-
 T = TypeVar("T")
-DEMO = SynthOptions(nodes=24, cards_per_node=8, fill=0.55, seed=2026, name="demo")
-
-
-def _to_dict(message: Message) -> Any:
-    return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
-
-
-def _table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
-    lines = ["  ".join(str(h).ljust(w) for h, w in zip(header, widths, strict=True))]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    return "\n".join(line.rstrip() for line in lines)
-
-
-def _fragmentation_table(response: service_pb2.EvaluateResponse) -> str:
-    rows = [
-        [
-            f.resource,
-            str(f.providing_nodes),
-            str(f.occupied_nodes),
-            f"{f.min_occupied_nodes}{'' if f.min_exact else ' (bound)'}",
-            f"{f.fragmentation_percent:.1f}%",
-            f"{f.allocated:g}/{f.allocatable:g}",
-        ]
-        for f in response.resources
-    ]
-    return _table(rows, ["RESOURCE", "PROVIDING", "OCCUPIED", "MINIMUM", "FRAGMENTATION", "ALLOCATED"])
-
-
-def _emit(message: Message, fmt: str, table: str, *, wrap_status: bool = False) -> None:
-    """JSON/YAML print the message; a plan prints as the RepackRun's ``status:`` block."""
-    data: dict[str, Any] = _to_dict(message)
-    if wrap_status:
-        data = {"status": data}
-    if fmt == "json":
-        print(json.dumps(data, indent=2))
-    elif fmt == "yaml":
-        print(yaml.safe_dump(data, sort_keys=False), end="")
-    else:
-        print(table)
-
-
-def _offline() -> RepackService:
-    """The RPCs' own code path, without a server (what `evaluate` and `plan` run by default)."""
-    from sidecar.service import RepackService
-
-    return RepackService()
-
-
-def _evaluate_offline(request: service_pb2.EvaluateRequest) -> service_pb2.EvaluateResponse:
-    from sidecar.service import Deadline
-
-    return _offline().evaluate(request, Deadline.none())
 
 
 def cmd_evaluate(ns: argparse.Namespace) -> int:
@@ -88,42 +31,11 @@ def cmd_evaluate(ns: argparse.Namespace) -> int:
         with RepackClient(ns.server) as client:
             response = client.evaluate(request)
     else:
-        response = _evaluate_offline(request)
-    _emit(response, ns.output, _fragmentation_table(response))
+        from sidecar.cli.offline import evaluate_offline
+
+        response = evaluate_offline(request)
+    emit(response, ns.output, fragmentation_table(response))
     return 0
-
-
-def _plan_table(status: plan_pb2.RepackStatus) -> str:
-    cond = status.conditions[0]
-    summary = status.plan.summary
-    lines = [
-        f"Result: {cond.reason} — {cond.message}",
-        f"Fragmentation of {summary.resource}: {summary.frag_before_percent:g}% -> {summary.frag_after_percent:g}%; "
-        f"freed nodes {summary.freed_node_count}; moved cards {summary.moved_card_count:g}; "
-        f"scope: {summary.resolved_scope.pod_group_count} PodGroups, {summary.resolved_scope.node_count} nodes",
-    ]
-    if status.plan.moves:
-        rows = [
-            [
-                f"{m.owner.kind}/{m.owner.name}",
-                f"{m.namespace}/{m.pod_group_name}",
-                p.name,
-                p.from_node,
-                p.to_node,
-                f"{p.cards:g}",
-            ]
-            for m in status.plan.moves
-            for p in m.pods
-        ]
-        lines += ["", _table(rows, ["OWNER", "PODGROUP", "POD", "FROM", "TO", "CARDS"])]
-        lines += ["", "Freed nodes: " + ", ".join(status.plan.freed_nodes)]
-    return "\n".join(lines)
-
-
-def _plan_offline(snapshot: Any, spec: Any) -> plan_pb2.RepackStatus:
-    from sidecar.service import Deadline
-
-    return _offline().plan(service_pb2.PlanRequest(snapshot=snapshot, spec=spec), Deadline.none()).status
 
 
 def cmd_plan(ns: argparse.Namespace) -> int:
@@ -137,8 +49,10 @@ def cmd_plan(ns: argparse.Namespace) -> int:
         with RepackClient(ns.server) as client:
             status = client.plan(service_pb2.PlanRequest(snapshot=snapshot, spec=spec)).status
     else:
-        status = _plan_offline(snapshot, spec)
-    _emit(status, ns.output, _plan_table(status), wrap_status=True)
+        from sidecar.cli.offline import plan_offline
+
+        status = plan_offline(snapshot, spec)
+    emit(status, ns.output, plan_table(status), wrap_status=True)
     return 0
 
 
@@ -192,62 +106,6 @@ def cmd_from_trace(ns: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
-
-
-def cmd_demo(ns: argparse.Namespace) -> int:
-    """The embedded default: a built-in fragmented cluster, evaluated through a real loopback server."""
-    from sidecar.scenarios.synth import synth
-
-    opts = DEMO
-    snap = synth(opts)
-    pools = sorted({n.labels["accelerator-pool"] for n in snap.nodes})
-    print(
-        f"Demo cluster (built in: synth --nodes {opts.nodes} --cards-per-node {opts.cards_per_node} "
-        f"--fill {opts.fill} --seed {opts.seed})\n"
-        f"  {len(snap.nodes)} nodes in pools {', '.join(pools)}; {len(snap.task_columns.uid)} pods; "
-        f"{len(snap.pod_groups)} PodGroups\n"
-    )
-    spec = _demo_spec()
-    if ns.offline:
-        response = _evaluate_offline(service_pb2.EvaluateRequest(snapshot=snap))
-        status = _plan_offline(snap, spec)
-        print("Fragmentation (offline):")
-    else:
-        response, status = asyncio.run(_demo_over_grpc(snap, spec))
-        print("Fragmentation (Evaluate over gRPC on loopback):")
-    print(_fragmentation_table(response))
-    print(f"\nPlan for the minimal DryRun (goal {DEMO.resource}, no scope, no budget):")
-    print(_plan_table(status))
-    return 0
-
-
-def _demo_spec() -> Any:
-    from sidecar.api.v1alpha1 import spec_pb2
-
-    return spec_pb2.RepackSpec(mode=spec_pb2.RepackSpec.DryRun, goals=[spec_pb2.RepackGoal(resource=DEMO.resource)])
-
-
-async def _demo_over_grpc(snap: Any, spec: Any) -> tuple[service_pb2.EvaluateResponse, plan_pb2.RepackStatus]:
-    from sidecar.client import RepackClient
-    from sidecar.server.app import start
-    from sidecar.server.config import ServerConfig
-
-    running = await start(ServerConfig(port=0, metrics_port=-1))
-    try:
-
-        def call() -> tuple[service_pb2.EvaluateResponse, plan_pb2.RepackStatus]:
-            with RepackClient(f"127.0.0.1:{running.port}") as client:
-                session = client.open_session(service_pb2.OpenSessionRequest(snapshot=snap))
-                try:
-                    evaluated = client.evaluate(service_pb2.EvaluateRequest(session_id=session.session_id))
-                    planned = client.plan(service_pb2.PlanRequest(session_id=session.session_id, spec=spec))
-                    return evaluated, planned.status
-                finally:
-                    client.close_session(session.session_id)
-
-        return await asyncio.to_thread(call)
-    finally:
-        await running.server.stop(None)
 
 
 def _given(value: T | None, default: T) -> T:
