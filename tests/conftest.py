@@ -1,14 +1,12 @@
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Iterator
 
 import hypothesis  # noqa: F401  (imported up front: see below)
 import pytest
 
 from sidecar import logs
-from sidecar.server.app import RunningServer, start
+from sidecar.server.background import BackgroundServer
 from sidecar.server.config import MIB, ServerConfig
 
 logs.configure("json", "warning")
@@ -19,23 +17,8 @@ logs.configure("json", "warning")
 # (seen when only the sandbox tests run). Importing it here keeps that parse at start-up.
 
 
-class ServerThread:
-    """A real grpc.aio server on loopback, run on its own event loop in a background thread."""
-
-    def __init__(self, config: ServerConfig) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.running: RunningServer = self.call(start(config))
-        self.target = f"127.0.0.1:{self.running.port}"
-
-    def call(self, coro):  # type: ignore[no-untyped-def]
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
-
-    def stop(self) -> None:
-        self.call(self.running.server.stop(None))
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
+#: a real grpc.aio server on loopback, on its own event loop in a background thread
+ServerThread = BackgroundServer
 
 
 @pytest.fixture(scope="session")

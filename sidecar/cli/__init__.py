@@ -207,8 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     pl.set_defaults(func=cmd_plan)
 
-    dm = sub.add_parser("demo", help="evaluate the built-in fragmented cluster")
+    dm = sub.add_parser("demo", help="plan the built-in fragmented cluster (--execute: repack one end to end)")
     dm.add_argument("--offline", action="store_true", help="skip the loopback server")
+    dm.add_argument(
+        "--execute", action="store_true", help="repack the guide's cluster end to end (sandbox + sidecar + watcher)"
+    )
+    dm.add_argument("--gates", action="store_true", help="with --execute: rebuilt pods wait behind the placement gate")
     dm.set_defaults(func=cmd_demo)
 
     sn = sub.add_parser("snapshot", help="snapshot tools")

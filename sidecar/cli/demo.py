@@ -19,6 +19,10 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     """The embedded default: a built-in fragmented cluster, evaluated through a real loopback server."""
     from sidecar.scenarios.synth import synth
 
+    if ns.execute:
+        from sidecar.cli.demo_execute import run_demo
+
+        return run_demo(gates=ns.gates)
     opts = DEMO
     snap = synth(opts)
     pools = sorted({n.labels["accelerator-pool"] for n in snap.nodes})

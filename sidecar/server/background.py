@@ -1,0 +1,47 @@
+"""A real gRPC sidecar on loopback, run on its own event loop in a background thread.
+
+For callers that are synchronous themselves — the demo, benchmarks and tests — and want the
+server exactly as ``serve`` builds it, reached over a real channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from types import TracebackType
+from typing import Any, TypeVar
+
+from sidecar.server.app import RunningServer, start
+from sidecar.server.config import ServerConfig
+
+T = TypeVar("T")
+
+
+class BackgroundServer:
+    """``start(config)`` on a private loop; ``target`` is host:port; ``stop`` (or ``with``) ends it."""
+
+    def __init__(self, config: ServerConfig | None = None) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="sidecar-server", daemon=True)
+        self.thread.start()
+        self.running: RunningServer = self.call(start(config or ServerConfig(port=0, metrics_port=-1)))
+        self.target = f"127.0.0.1:{self.running.port}"
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+
+    def stop(self) -> None:
+        if not self.loop.is_running():
+            return
+        self.call(self.running.server.stop(None))
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+    def __enter__(self) -> BackgroundServer:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
