@@ -15,12 +15,13 @@ node has free before the repack. The eviction grace is shortened so the show sta
 from __future__ import annotations
 
 import copy
+import json
 import tempfile
 import time
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from kubernetes import client, config
@@ -110,16 +111,21 @@ def _cards(pod: Obj) -> float:
     return total
 
 
+def _items(response: Any) -> list[Obj]:
+    """Items of a list call made with ``_preload_content=False``: the objects as the API serves them."""
+    return list(json.loads(response.data)["items"])
+
+
 def node_table(core: client.CoreV1Api) -> str:
-    pods = core.list_pod_for_all_namespaces(_preload_content=False)
-    items: list[Obj] = yaml.safe_load(pods.data)["items"]
+    pods = _items(core.list_pod_for_all_namespaces(_preload_content=False))
     rows = []
-    for node in core.list_node().items:
-        name = node.metadata.name
-        here = [p for p in items if p["spec"].get("nodeName") == name and not p["metadata"].get("deletionTimestamp")]
+    for node in _items(core.list_node(_preload_content=False)):
+        name = node["metadata"]["name"]
+        here = [p for p in pods if p["spec"].get("nodeName") == name and not p["metadata"].get("deletionTimestamp")]
         used = sum(_cards(p) for p in here)
         npu = [p["metadata"]["name"] for p in here if _cards(p)]
-        rows.append([name, f"{used:g}/{node.status.allocatable.get(NPU, '0')}", ", ".join(sorted(npu)) or "-"])
+        allocatable = node["status"]["allocatable"].get(NPU, "0")
+        rows.append([name, f"{used:g}/{allocatable}", ", ".join(sorted(npu)) or "-"])
     return table(rows, ["NODE", "NPU USED", "NPU PODS"])
 
 
@@ -207,7 +213,7 @@ def _show(sandbox: ApiServer, sidecar: BackgroundServer, out: Callable[[str], No
         deadline = time.monotonic() + timeout
         current: Obj = {}
         while time.monotonic() < deadline:
-            current = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+            current = cast(Obj, custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name))
             narrator.observe(current)
             if (current.get("status") or {}).get("phase") in TERMINAL:
                 break
@@ -237,7 +243,7 @@ def _show(sandbox: ApiServer, sidecar: BackgroundServer, out: Callable[[str], No
         controller.stop_leading()
         cache.stop()
         planner.close()
-        api.close()  # type: ignore[no-untyped-call]
+        api.close()
 
 
 def _step7(
@@ -251,9 +257,9 @@ def _step7(
     names = {f"{STEP7}-worker-{i}" for i in range(2)}
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        pods = {
-            p.metadata.name: p.spec.node_name for p in core.list_namespaced_pod(NS).items if p.metadata.name in names
-        }
+        listed = _items(core.list_namespaced_pod(NS, _preload_content=False))
+        pods = {str(p["metadata"]["name"]): str(p["spec"].get("nodeName") or "") for p in listed}
+        pods = {k: v for k, v in pods.items() if k in names}
         if len(pods) == 2 and all(pods.values()):
             nodes = set(pods.values())
             narrator.say(f"  {STEP7} bound on {', '.join(sorted(nodes))}")
