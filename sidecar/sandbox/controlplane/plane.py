@@ -19,7 +19,8 @@ class ControlPlaneConfig:
     kubelet: bool = True
     jobs: bool = True
     modelserving: bool = True
-    scheduler_period: float = 0.1
+    #: Volcano's default schedulePeriod (1 s): how long a rebuilt pod waits before a cycle sees it
+    scheduler_period: float = 1.0
     kubelet_start_delay: float = 0.0
     #: scheduling gates the workload controllers create rebuilt pods with (none: they race the scheduler)
     rebuild_gates: tuple[str, ...] = ()
