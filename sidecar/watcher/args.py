@@ -22,7 +22,7 @@ POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespa
 
 @dataclass(frozen=True)
 class ExecuteFlags:
-    """What Execute will need (seconds); parsed now, handed to the Execute reconciler once it exists."""
+    """Execute's timings from the flags (seconds); ``runner.reconcilers`` turns them into ExecuteOptions."""
 
     cooldown: float = 300.0
     eviction_timeout: float = 300.0
