@@ -115,10 +115,41 @@ def execute_run(goal: str, budget: int) -> Obj:
 
 @dataclass
 class PodTimes:
+    gated: bool = False
+    ungated_at: float | None = None
     nominated_at: float | None = None
     nominated_node: str = ""
     bound_at: float | None = None
     bound_node: str = ""
+
+
+class TimedPlanner:
+    """The gRPC client, each call counted and timed per method (where a pass spends its time)."""
+
+    def __init__(self, inner: RepackClient) -> None:
+        self.inner = inner
+        self.calls: Counter[str] = Counter()
+        self.seconds: Counter[str] = Counter()
+
+    def _timed(self, method: str, call: Any, request: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return call(request)
+        finally:
+            self.calls[method] += 1
+            self.seconds[method] += time.perf_counter() - t0
+
+    def plan(self, request: Any) -> Any:
+        return self._timed("Plan", self.inner.plan, request)
+
+    def evaluate(self, request: Any) -> Any:
+        return self._timed("Evaluate", self.inner.evaluate, request)
+
+    def filter(self, request: Any) -> Any:
+        return self._timed("Filter", self.inner.filter, request)
+
+    def prioritize(self, request: Any) -> Any:
+        return self._timed("Prioritize", self.inner.prioritize, request)
 
 
 @dataclass
@@ -146,11 +177,13 @@ class Observer:
             seen = self.pods.get(uid)
             nominated = (obj.get("status") or {}).get("nominatedNodeName") or ""
             node = (obj.get("spec") or {}).get("nodeName") or ""
+            gates = (obj.get("spec") or {}).get("schedulingGates")
             if seen is None:
-                if not (nominated or node) or kind == "ADDED":
-                    seen = self.pods[uid] = PodTimes()
-                else:
+                if kind != "ADDED":
                     return  # a loaded pod modified later: not a replacement
+                seen = self.pods[uid] = PodTimes(gated=bool(gates))
+            if seen.gated and not gates and seen.ungated_at is None:
+                seen.ungated_at = now
             if nominated and seen.nominated_at is None:
                 seen.nominated_at, seen.nominated_node = now, nominated
             if node and seen.bound_at is None:
@@ -200,7 +233,7 @@ def one_run(
         k8s = config.new_client_from_config(kubeconfig)
         k8s.user_agent = WATCHER_AGENT
         user = config.new_client_from_config(kubeconfig)
-        planner = RepackClient(target, timeout=60.0)
+        planner = TimedPlanner(RepackClient(target, timeout=60.0))
         cache = ClusterCache(k8s, backoff=Backoff(initial=0.1, cap=2.0))
         controller = Controller(k8s, reconcilers(k8s, planner, cache, options), cache=cache, period=options.period)
         try:
@@ -225,7 +258,7 @@ def one_run(
         finally:
             controller.stop_leading()
             cache.stop()
-            planner.close()
+            planner.inner.close()
         run = client.CustomObjectsApi(user).get_cluster_custom_object(GROUP, VERSION, PLURAL, RUN_NAME)
         user.close()
         k8s.close()
@@ -249,6 +282,8 @@ def one_run(
                 "pod": f"{rel['namespace']}/{rel['victimPodName']}",
                 "nominated_before_bind": first_nominated,
                 "nominated": times.nominated_at is not None,
+                "ungated_before_nominated": times.ungated_at is not None
+                and (times.nominated_at is None or times.ungated_at < times.nominated_at),
                 "selected": selected,
                 "planned": rel.get("plannedNodeName", ""),
                 "bound": times.bound_node,
@@ -282,6 +317,9 @@ def one_run(
         "replacements": replacements,
         "nominated_before_bind": sum(r["nominated_before_bind"] for r in replacements),
         "on_selected_node": sum(r["on_selected"] for r in replacements),
+        "ungated_before_nominated": sum(r["ungated_before_nominated"] for r in replacements),
+        "sidecar_calls": dict(planner.calls),
+        "sidecar_seconds": {k: round(v, 3) for k, v in planner.seconds.items()},
         "plan_freed_nodes": int(summary.get("freedNodeCount") or 0),
         "result_freed_nodes": int(result.get("freedNodeCount") or 0),
         "frag_before_percent": summary.get("fragBeforePercent"),
@@ -299,8 +337,9 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {
         k: _median(runs, k)
         for k in ("wall_s", "admitted_s", "last_bound_s", "relocations", "api_requests",
-                  "api_requests_per_relocation", "nominated_before_bind", "on_selected_node", "plan_freed_nodes",
-                  "result_freed_nodes", "frag_before_percent", "frag_after_percent")
+                  "api_requests_per_relocation", "nominated_before_bind", "on_selected_node",
+                  "ungated_before_nominated", "plan_freed_nodes", "result_freed_nodes", "frag_before_percent",
+                  "frag_after_percent")
     }  # fmt: skip
     reps = [r for run in runs for r in run["replacements"]]
     out["nominated_before_bind_share"] = sum(r["nominated_before_bind"] for r in reps) / len(reps) if reps else None
@@ -324,12 +363,20 @@ def _report(label: str, runs: list[dict[str, Any]], s: dict[str, Any]) -> None:
               f"{_s(r['last_bound_s'])}), {r['phase']}/{r['reason']}, {r['relocations']} relocations "
               f"({r['pod_groups']} PodGroups; {r['placements']}), {r['api_requests']} requests, "
               f"nominated before bind {r['nominated_before_bind']}/{len(r['replacements'])}, "
-              f"on the selected node {r['on_selected_node']}, freed {r['result_freed_nodes']} of "
+              f"on the selected node {r['on_selected_node']}, gate lifted before the nomination "
+              f"{r['ungated_before_nominated']}, freed {r['result_freed_nodes']} of "
               f"{r['plan_freed_nodes']} planned, fragmentation {r['frag_before_percent']}% -> "
               f"{r['frag_after_percent']}%")  # fmt: skip
     kinds: Counter[str] = Counter()
+    calls: Counter[str] = Counter()
+    secs: Counter[str] = Counter()
     for r in runs:
         kinds.update(r["api_requests_by_kind"])
+        calls.update(r["sidecar_calls"])
+        secs.update(r["sidecar_seconds"])
+    print("  sidecar calls per run (mean count, seconds): "
+          + ", ".join(f"{k} {v / len(runs):.1f} ({secs[k] / len(runs):.2f} s)"
+                      for k, v in calls.most_common()))  # fmt: skip
     print("  watcher requests per run (mean) by kind: "
           + ", ".join(f"{k} {v / len(runs):.1f}" for k, v in kinds.most_common()))  # fmt: skip
 

@@ -107,5 +107,6 @@ def test_watcher_execute_benchmark_runs_on_the_guide_cluster(capsys: pytest.Capt
     (gated,) = saved["runs"]["with gates"]
     # with the gate the scheduler cannot bind a replacement before its nomination
     assert gated["nominated_before_bind"] == 2 and gated["on_selected_node"] == 2
+    assert gated["ungated_before_nominated"] == 0 and gated["sidecar_calls"]["Plan"] == 1
     assert gated["result_freed_nodes"] == 1 and gated["frag_after_percent"] == 0
     assert gated["api_requests_by_kind"]["patch pods"] == 2  # one gate removed per replacement
