@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bench import decode
@@ -82,3 +84,29 @@ def test_the_judge_counts_freed_nodes_net_of_idle_nodes_lit() -> None:
     assert (to_idle.freed, to_idle.lit, len(to_idle.freed_nodes)) == (0, 1, 1)
     to_busy = B.measure(state, run, B.Proposal("to busy", [(x, b)]))
     assert (to_busy.freed, to_busy.lit) == (1, 0)
+
+
+def test_watcher_execute_benchmark_runs_on_the_guide_cluster(capsys: pytest.CaptureFixture[str]) -> None:
+    """The Execute benchmark's core (sandbox + control plane threads, sidecar over gRPC, informer-fed
+    controller) on the guide's three Ascend nodes, without and with the placement gate."""
+    from bench import watcher_execute
+
+    argv = ["--source", "guide", "--repeats", "1", "--schedule-period", "0.1", "--timeout", "30"]
+    assert watcher_execute.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "without gates: 1 runs, " in out  # bare rebuilt pods race the scheduler: any outcome
+    assert "with gates: 1 runs, Succeeded/ExecutionCompleted x1" in out
+    assert "gates: wall time" in out
+    saved = json.loads((watcher_execute.ROOT / "bench" / "out" / "watcher_execute_guide.json").read_text())
+    for runs in saved["runs"].values():
+        (run,) = runs
+        assert run["relocations"] == 2 and run["evicted"] == 2 and run["plan_freed_nodes"] == 1
+        assert run["api_requests"] > 0 and {"create pods/eviction", "patch pods/status"} <= set(
+            run["api_requests_by_kind"]
+        )
+    (gated,) = saved["runs"]["with gates"]
+    # with the gate the scheduler cannot bind a replacement before its nomination
+    assert gated["nominated_before_bind"] == 2 and gated["on_selected_node"] == 2
+    assert gated["ungated_before_nominated"] == 0 and gated["sidecar_calls"]["Plan"] == 1
+    assert gated["result_freed_nodes"] == 1 and gated["frag_after_percent"] == 0
+    assert gated["api_requests_by_kind"]["patch pods"] == 2  # one gate removed per replacement

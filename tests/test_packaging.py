@@ -201,8 +201,6 @@ def test_the_watcher_makes_only_requests_its_rbac_allows(tmp_path: Path) -> None
     from sidecar.watcher.ttl import TTLReconciler
 
     objs = render("rbac")
-    allowed = grants(one(objs, "ClusterRole", "repack-watcher")["rules"])
-    lease_allowed = grants(one(objs, "Role", "repack-watcher-lease")["rules"])
     run = yaml.safe_load((ROOT / "sidecar" / "data" / "guide-ascend-dryrun.yaml").read_text())
     run["spec"]["ttlSecondsAfterFinished"] = 0
     with ApiServer() as api:
@@ -220,11 +218,94 @@ def test_the_watcher_makes_only_requests_its_rbac_allows(tmp_path: Path) -> None
         finally:
             k8s.close()
         records = [r for r in api.audit.records() if not r.resource.startswith("/")]
+    assert_allowed(records, objs)
+
+
+def assert_allowed(records: list[Any], objs: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """Every audited request is one the rendered roles grant (Leases only in volcano-system); returns
+    the (apiGroup, resource, verb) triples used."""
+    allowed = grants(one(objs, "ClusterRole", "repack-watcher")["rules"])
+    lease_allowed = grants(one(objs, "Role", "repack-watcher-lease")["rules"])
     assert records, "the watcher made no request?"
+    used = set()
     for r in records:
         resource = f"{r.resource}/{r.subresource}" if r.subresource else r.resource
         need = (_GROUP_OF.get(r.resource, ""), resource, r.verb)
+        used.add(need)
         if r.resource == "leases":
             assert r.namespace == "volcano-system" and need in lease_allowed, r
         else:
             assert need in allowed, r
+    return used
+
+
+@needs_kubectl
+def test_an_execute_run_with_leader_election_makes_only_requests_its_rbac_allows(tmp_path: Path) -> None:
+    """The deployed shape: informers, the Lease elector and the event-driven controller with
+    ``runner.reconcilers`` run the guide's Execute run on the sandbox with its control plane (rebuilt
+    pods gated), the TTL then deletes it; every request is checked against the rendered roles, and the
+    requests Execute needs (evictions, nominations, gate removals, Lease writes) are among them."""
+    from kubernetes import config
+
+    from sidecar.sandbox.apiserver import ApiServer
+    from sidecar.sandbox.controlplane import ControlPlaneConfig
+    from sidecar.watcher.args import ExecuteFlags, WatchOptions
+    from sidecar.watcher.cluster import ClusterCache
+    from sidecar.watcher.controller import Controller
+    from sidecar.watcher.dryrun import InProcessPlanner
+    from sidecar.watcher.informer import Backoff
+    from sidecar.watcher.lease import LeaderElector, LeaseConfig
+    from sidecar.watcher.placement import PLACEMENT_GATE
+    from sidecar.watcher.runner import reconcilers
+    from tests.execute_fixtures import execute_run, guide_objects
+    from tests.sandbox_fixtures import wait_for
+
+    objs = render("rbac")
+    run = execute_run(ttlSecondsAfterFinished=0)
+    name = run["metadata"]["name"]
+    phases: list[str] = []
+
+    def note(key: str, event: tuple[str, dict[str, Any], int]) -> None:  # under the store lock: note only
+        if key == "repack.volcano.sh/repackruns" and event[1]["metadata"]["name"] == name:
+            phases.append(event[0] if event[0] == "DELETED" else (event[1].get("status") or {}).get("phase", ""))
+
+    conf = ControlPlaneConfig(scheduler_period=0.05, rebuild_gates=(PLACEMENT_GATE,))
+    with ApiServer(history=500, control_plane=conf) as api:
+        api.load(guide_objects(grace=0))
+        api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
+        api.store.listeners.append(note)
+        api.audit.clear()
+        k8s = config.new_client_from_config(str(api.kubeconfig(tmp_path / "kubeconfig")))
+        options = WatchOptions(execute=ExecuteFlags(cooldown=0.0))
+        cache = ClusterCache(k8s, backoff=Backoff(initial=0.05, cap=0.5))
+        controller = Controller(k8s, reconcilers(k8s, InProcessPlanner(), cache, options), cache=cache, period=0.2)
+        lease = LeaseConfig(namespace="volcano-system", lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)
+        elector = LeaderElector(
+            k8s, lease, on_started_leading=controller.start_leading, on_stopped_leading=controller.stop_leading
+        )
+        cache.start()
+        elector.start()
+        try:
+            wait_for(elector.is_leader, timeout=10)
+            api.create(run, keep_status=False)
+            wait_for(lambda: "DELETED" in phases, timeout=30)  # Succeeded, then deleted by its TTL
+        finally:
+            elector.stop()  # stops the worker, then releases the Lease
+            cache.stop()
+            k8s.close()
+    records = [r for r in api.audit.records() if not r.resource.startswith("/")]
+    assert "Succeeded" in phases, phases
+    used = assert_allowed(records, objs)
+    needed = {
+        ("", "pods/eviction", "create"),
+        ("", "pods/status", "patch"),  # status.nominatedNodeName
+        ("", "pods", "patch"),  # the placement gate removed
+        ("", "events", "create"),
+        ("repack.volcano.sh", "repackruns/status", "update"),
+        ("repack.volcano.sh", "repackruns", "delete"),
+        *(("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")),
+        *((g, r, v) for g, r in (("", "pods"), ("", "nodes"), ("", "namespaces"), ("repack.volcano.sh", "repackruns"),
+                                 ("scheduling.volcano.sh", "podgroups"), ("policy", "poddisruptionbudgets"))
+          for v in ("list", "watch")),
+    }  # fmt: skip
+    assert needed <= used, needed - used
