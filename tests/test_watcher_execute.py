@@ -15,6 +15,7 @@ import pytest
 
 from sidecar.client import RepackClient
 from sidecar.snapshot.kube import GROUP_NAME
+from sidecar.watcher.cluster import read_cluster
 from sidecar.watcher.execute import ExecuteOptions, ExecuteReconciler
 from sidecar.watcher.placement import PLACEMENT_GATE
 from sidecar.watcher.planner import InProcessPlanner, Planner
@@ -340,6 +341,38 @@ def test_only_this_projects_scheduling_gate_is_removed_after_the_nomination(tmp_
             )  # its owner lifts it
         assert box.drive(rec, NAME) == "Succeeded"
         assert true_reasons(box.run(NAME)) == [("Complete", "ExecutionCompleted")]
+
+
+def test_a_rebuilt_pod_the_cache_has_not_seen_yet_keeps_its_gate_until_a_later_pass(tmp_path: Path) -> None:
+    """The pod GET sees the rebuild before the informer cache does: no selection is possible on
+    that snapshot, so the pass must not lift the gate (the scheduler would then race the
+    nomination); the next pass, on a snapshot that has the pod, nominates and lifts it."""
+    with sandbox(tmp_path, gates=(PLACEMENT_GATE,)) as box:
+        stale: list[Any] = []
+
+        def lagging(name: str) -> Any:
+            fresh = read_cluster(box.api, name=name)
+            return stale[0] if stale else fresh
+
+        box.create_run(execute_run(NAME))
+        rec = ExecuteReconciler(box.api, InProcessPlanner(), snapshot=lagging)
+        assert rec.reconcile(box.run(NAME)) == "Running"  # journal + evictions
+        stale.append(read_cluster(box.api, name=NAME))  # the cache stops here: before the rebuild
+        box.rebuild()
+        assert rec.reconcile(box.run(NAME)) == "Running"
+        for pod in (WORKER0, WORKER1):
+            rebuilt = box.pod(pod)
+            assert rebuilt is not None and [g.name for g in rebuilt.spec.scheduling_gates] == [PLACEMENT_GATE]
+            r = relocation(box.run(NAME), pod)
+            assert r["placement"]["phase"] != "Nominated" and not r["placement"]["selectedNodeName"]
+        stale.clear()  # the cache catches up
+        assert rec.reconcile(box.run(NAME)) == "Running"
+        for pod in (WORKER0, WORKER1):
+            r = relocation(box.run(NAME), pod)
+            assert r["placement"]["phase"] == "Nominated" and r["placement"]["selectedNodeName"] == r["plannedNodeName"]
+            rebuilt = box.pod(pod)
+            assert rebuilt is not None and not rebuilt.spec.scheduling_gates
+        assert box.drive(rec, NAME) == "Succeeded"
 
 
 def test_a_victim_that_finished_by_itself_is_not_evicted_and_not_waited_for(tmp_path: Path) -> None:

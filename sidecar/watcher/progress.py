@@ -9,8 +9,9 @@ in the same pass never count the same free cards twice.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,6 +42,17 @@ from sidecar.watcher.status import Clock, Hook, StatusWriter, parse_time, phase_
 Obj = dict[str, Any]
 Change = tuple[Relocation, Relocation]
 SnapshotSource = Callable[[str], pb.Snapshot]
+#: how long a pass decides placements before it journals and nominates what it has
+FLUSH_SECONDS = 0.2
+
+
+@dataclass
+class _Batch:
+    """Placement decisions not yet journaled: record changes, nominations, gates to lift."""
+
+    changes: list[Change] = field(default_factory=list)
+    nominations: list[tuple[Relocation, Obj, str]] = field(default_factory=list)
+    ungates: list[Obj] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -155,25 +167,35 @@ class Pass:
         return self._snap
 
     def _placements(self) -> bool:
-        changes: list[Change] = []
-        nominations: list[tuple[Relocation, Obj, str]] = []
-        ungates: list[Obj] = []
+        """Decide every placement, journaling and acting in batches: a batch is flushed once its
+        decisions took ``FLUSH_SECONDS`` (each selection is a Filter over the whole cluster), so the
+        first nominations reach their pods before the scheduler's next cycle, not after the last."""
+        batch = _Batch()
+        started = time.monotonic()
         for rel in relocations_of(self.run_obj["status"]):
             if rel.eviction.phase != EVICTED or rel.done:
                 continue
             new, pod, node = self._decide(rel)
             if new != rel:
-                changes.append((rel, new))
+                batch.changes.append((rel, new))
             if pod is not None and node:
-                nominations.append((new, pod, node))
+                batch.nominations.append((new, pod, node))
             elif pod is not None:
-                ungates.append(pod)
-        if not self._update(changes, "placements"):
+                batch.ungates.append(pod)
+            if batch.nominations and time.monotonic() - started >= FLUSH_SECONDS:
+                if not self._flush(batch):
+                    return False
+                batch, started = _Batch(), time.monotonic()
+        return self._flush(batch)
+
+    def _flush(self, batch: _Batch) -> bool:
+        """Journal the batch's decisions, then act on the ones the journal kept."""
+        if not self._update(batch.changes, "placements"):
             return False
-        for pod in ungates:
+        for pod in batch.ungates:
             self.t.placer.ungate(pod)
         nominated: list[Change] = []
-        for rel, pod, node in nominations:
+        for rel, pod, node in batch.nominations:
             if not self._journaled(rel):
                 continue  # another writer changed this record meanwhile: no action without its journal entry
             if self.t.placer.nominate(pod, node):
@@ -213,6 +235,8 @@ class Pass:
         if placement.selected_node_name:  # journaled, the nomination not confirmed: send it (again)
             return known, pod, placement.selected_node_name
         snap = self._snapshot()
+        if not any(t.uid == uid for t in snap.tasks):  # the cache lags the GET: keep any gate, next pass
+            return _replace_placement(known, message="the rebuilt pod is not in the watcher's cache yet"), None, ""
         node, why = self.t.placer.select(known, uid, snap, self.goal, self.freed_planned)
         if node:
             mark_nominated(snap, uid, node)
