@@ -143,6 +143,17 @@ def test_nominated_node_is_honoured_when_the_pod_fits_there(scheduling: ApiServe
     assert bound(v1, "a") == "n3"
 
 
+def test_a_nominated_node_the_pod_exactly_fills_is_honoured(scheduling: ApiServer, tmp_path: Path) -> None:
+    """The nominated pod's own reservation (Pipelined there) must not count against that node."""
+    v1 = core(scheduling, tmp_path)
+    for name in ("n1", "n2"):  # twins: without the nomination, the tie goes to n1 (by name)
+        scheduling.create(node(name, cpu="2"))
+    v1.create_namespaced_pod("default", pod("a", cpu="2"))
+    _nominate(v1, "a", "n2")
+    assert cycle(scheduling) == 1
+    assert bound(v1, "a") == "n2"
+
+
 def test_nominated_node_is_ignored_when_the_pod_does_not_fit(scheduling: ApiServer, tmp_path: Path) -> None:
     v1 = core(scheduling, tmp_path)
     scheduling.create(node("big", cpu="8"))
