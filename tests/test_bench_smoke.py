@@ -101,9 +101,10 @@ def test_watcher_execute_benchmark_runs_on_the_guide_cluster(capsys: pytest.Capt
     for runs in saved["runs"].values():
         (run,) = runs
         assert run["relocations"] == 2 and run["evicted"] == 2 and run["plan_freed_nodes"] == 1
-        assert run["api_requests"] > 0 and {"create pods/eviction", "patch pods/status"} <= set(
-            run["api_requests_by_kind"]
-        )
+        assert run["api_requests"] > 0 and "create pods/eviction" in run["api_requests_by_kind"]
+    # without the gate the scheduler may bind a replacement before any nomination: only gated
+    # runs are sure to nominate
+    assert "patch pods/status" in saved["runs"]["with gates"][0]["api_requests_by_kind"]
     (gated,) = saved["runs"]["with gates"]
     # with the gate the scheduler cannot bind a replacement before its nomination
     assert gated["nominated_before_bind"] == 2 and gated["on_selected_node"] == 2
