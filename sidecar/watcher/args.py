@@ -72,8 +72,12 @@ def watch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--execute-cooldown", type=float, default=ex.cooldown, help="seconds after an Execute run")
     parser.add_argument("--eviction-timeout", type=float, default=ex.eviction_timeout, help="seconds per eviction")
     parser.add_argument("--execution-timeout", type=float, default=ex.execution_timeout, help="seconds per run")
-    parser.add_argument("--metrics-port", type=int, default=d.metrics_port,
-                        help="serve /metrics, /healthz, /readyz on this port (9465 in the manifests; -1: none)")
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=d.metrics_port,
+        help="serve /metrics, /healthz, /readyz on this port (9465 in the manifests; -1: none)",
+    )
     parser.add_argument("--metrics-host", default=d.metrics_host, help="address of the metrics port")
 
 

@@ -97,7 +97,8 @@ class CacheCollector(Collector):
             "repack_informer_lists", "Full LISTs by each informer (first sync, resyncs, relists after 410)",
             labels=["kind"])  # fmt: skip
         expired = CounterMetricFamily(
-            "repack_informer_watch_expired", "Watches that ended in 410 Gone (a relist followed)", labels=["kind"])
+            "repack_informer_watch_expired", "Watches that ended in 410 Gone (a relist followed)", labels=["kind"]
+        )
         errors = CounterMetricFamily("repack_informer_errors", "List/watch errors (backed off)", labels=["kind"])
         events = CounterMetricFamily("repack_informer_events", "Watch events applied", labels=["kind"])
         for inf in cache.informers:
