@@ -66,10 +66,12 @@ async def start(config: ServerConfig) -> RunningServer:
 
 async def serve(config: ServerConfig) -> None:
     """Run until SIGTERM/SIGINT, then drain and return."""
+    probes = metrics.Probes()  # /healthz, /readyz beside /metrics: not through gRPC, not under its RPC limit
     if config.metrics_port >= 0:
-        bound = metrics.serve_metrics(config.metrics_port, config.metrics_host)
+        bound = metrics.serve_metrics(config.metrics_port, config.metrics_host, probes)
         log.info("metrics", address=f"{config.metrics_host}:{bound}")
     running = await start(config)
+    probes.attach(asyncio.get_running_loop(), running.health)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

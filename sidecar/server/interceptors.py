@@ -12,6 +12,8 @@ import structlog
 from sidecar.server import metrics
 
 log = structlog.get_logger("sidecar.access")
+#: answered OK, logged at debug: health checks come every few seconds (probes, the scheduler, grpcurl)
+QUIET_METHODS = frozenset({"/grpc.health.v1.Health/Check"})
 if TYPE_CHECKING:
     Handler = grpc.RpcMethodHandler[Any, Any]
 else:
@@ -44,7 +46,8 @@ class AccessLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg
                 metrics.RPCS.labels(method=method, code=name).inc()
                 metrics.RPC_SECONDS.labels(method=method).observe(elapsed)
                 details = context.details() if code != grpc.StatusCode.OK else None
-                log.info(
+                emit = log.debug if method in QUIET_METHODS and code == grpc.StatusCode.OK else log.info
+                emit(
                     "rpc",
                     method=method,
                     code=name,

@@ -1,11 +1,20 @@
-"""Prometheus metrics, served on their own port."""
+"""Prometheus metrics, served on their own port beside the probes (``/healthz``, ``/readyz``)."""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram, start_http_server
+import threading
+import weakref
 
+import structlog
+from prometheus_client import Counter, Gauge, Histogram
+
+from sidecar.api.v1alpha1 import plan_pb2
+from sidecar.repack.fragmentation import fragmentation, goal_resources
+from sidecar.server.probes import Probes, ProbeServer, start_probe_server
 from sidecar.service.observer import Observer
 from sidecar.snapshot.state import ClusterState
+
+log = structlog.get_logger("sidecar.server")
 
 RPCS = Counter("repack_rpc_requests_total", "RPCs handled", ["method", "code"])
 RPC_SECONDS = Histogram(
@@ -23,21 +32,115 @@ SNAPSHOT_NODES = Gauge("repack_snapshot_nodes", "Nodes in the last decoded snaps
 SNAPSHOT_TASKS = Gauge("repack_snapshot_tasks", "Tasks in the last decoded snapshot")
 SESSIONS = Gauge("repack_sessions", "Open sessions in the cache")
 KERNELS = Gauge("repack_kernels_compiled", "1 when the Cython kernels are in use, 0 on the Python twins")
+FRAGMENTATION = Gauge(
+    "repack_fragmentation_ratio",
+    "Fragmentation of each goal resource in the last snapshot or session a request used (0..1)",
+    ["resource"],
+)
+PLAN_SECONDS = Histogram(
+    "repack_plan_duration_seconds",
+    "Planning time of a Plan (the planner loop and its status; decoding and transport excluded)",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+PLAN_CANDIDATES = Histogram(
+    "repack_plan_candidates",
+    "Nodes a Plan considered and explained (plan.candidates)",
+    buckets=(1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000),
+)
+CANDIDATE_REASONS = Counter(
+    "repack_plan_candidate_reasons_total", "Candidate explanations by reason (Emptied, NoReceiver, ...)", ["reason"]
+)
+
+
+class FragmentationGauge:
+    """Keeps ``repack_fragmentation_ratio`` on the newest state a request used, off the request path:
+    ``seen`` only records the state; one daemon thread measures it (the newest wins, a state already
+    measured is not measured again — sessions are looked up on every call)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._pending: ClusterState | None = None
+        self._busy = False
+        self._last: weakref.ref[ClusterState] | None = None
+        self._thread: threading.Thread | None = None
+
+    def seen(self, state: ClusterState) -> None:
+        with self._cond:
+            if (self._last is not None and self._last() is state) or self._pending is state:
+                return
+            self._pending = state
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="repack-fragmentation", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until the newest state seen is measured (tests)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._pending is None and not self._busy, timeout)
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._pending is not None)
+                state, self._pending, self._busy = self._pending, None, True
+            assert state is not None
+            try:
+                measure(state)
+            except Exception as exc:  # a metric must never take the sidecar down
+                log.warning("fragmentation gauge not updated", error=f"{type(exc).__name__}: {exc}")
+            finally:
+                with self._cond:
+                    self._last, self._busy = weakref.ref(state), False
+                    self._cond.notify_all()
+
+
+_measured: set[str] = set()
+
+
+def measure(state: ClusterState) -> None:
+    """Set the gauge for every goal resource of ``state``; resources it no longer provides are dropped."""
+    values = {name: fragmentation(state, name).percent / 100.0 for name in goal_resources(state)}
+    for name in _measured - set(values):  # resources of an earlier cluster
+        FRAGMENTATION.remove(name)
+    _measured.clear()
+    _measured.update(values)
+    for name, ratio in values.items():
+        FRAGMENTATION.labels(resource=name).set(ratio)
 
 
 class PrometheusObserver(Observer):
-    """The service's reports as the gauges and histogram above."""
+    """The service's reports as the metrics above."""
+
+    def __init__(self) -> None:
+        self.fragmentation = FragmentationGauge()
 
     def snapshot_decoded(self, seconds: float, state: ClusterState) -> None:
         DECODE_SECONDS.observe(seconds)
         SNAPSHOT_NODES.set(state.n_nodes)
         SNAPSHOT_TASKS.set(state.n_tasks)
 
+    def state_used(self, state: ClusterState) -> None:
+        self.fragmentation.seen(state)
+
+    def planned(self, seconds: float, status: plan_pb2.RepackStatus) -> None:
+        PLAN_SECONDS.observe(seconds)
+        PLAN_CANDIDATES.observe(len(status.plan.candidates))
+        for candidate in status.plan.candidates:
+            CANDIDATE_REASONS.labels(reason=candidate.reason or "unknown").inc()
+
     def sessions_changed(self, open_sessions: int) -> None:
         SESSIONS.set(open_sessions)
 
 
-def serve_metrics(port: int, host: str = "0.0.0.0") -> int:
-    """Start the /metrics endpoint in a daemon thread; returns the bound port (port 0 picks one)."""
-    httpd, _thread = start_http_server(port, addr=host)
-    return int(httpd.server_port)
+def start_metrics_server(port: int, host: str = "0.0.0.0", probes: Probes | None = None) -> ProbeServer:
+    """``/metrics`` (also ``/``), ``/healthz`` and ``/readyz`` on a daemon thread (port 0 picks one)."""
+    return start_probe_server(port, host, probes or Probes())
+
+
+def serve_metrics(port: int, host: str = "0.0.0.0", probes: Probes | None = None) -> int:
+    """Start the endpoint; returns the bound port."""
+    return start_metrics_server(port, host, probes).port
+
+
+__all__ = ["ProbeServer", "Probes", "PrometheusObserver", "serve_metrics", "start_metrics_server"]

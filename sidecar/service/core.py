@@ -7,6 +7,8 @@ run for seconds; async front doors run them in a worker thread.
 
 from __future__ import annotations
 
+import time
+
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from sidecar.api.v1alpha1 import service_pb2
@@ -61,8 +63,10 @@ class RepackService:
         run = validate(request.spec)
         resolved = self._sources.mirror(request, deadline)
         with resolved.locked():
+            started = time.perf_counter()
             result = Planner(resolved.mirror, run).plan(deadline.check)
             status = to_status(resolved.mirror.state, result, run)
+        self._observer.planned(time.perf_counter() - started, status)
         return service_pb2.PlanResponse(status=status)
 
     def filter(self, request: service_pb2.FilterRequest, deadline: Deadline) -> service_pb2.FilterResponse:

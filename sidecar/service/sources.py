@@ -52,6 +52,7 @@ class Sources:
         start = time.perf_counter()
         state = decode(snapshot, self._limits)
         self._observer.snapshot_decoded(time.perf_counter() - start, state)
+        self._observer.state_used(state)
         deadline.check("decoding the snapshot")
         return state
 
@@ -59,6 +60,7 @@ class Sources:
         session = self._sessions.get(session_id)
         if session is None:
             raise NotFound(f'session_id: no open session "{session_id}" (expired or closed)')
+        self._observer.state_used(session.state)
         return session
 
     def state(self, request: SourceRequest, deadline: Deadline) -> ClusterState:

@@ -47,11 +47,14 @@ class WatchOptions:
     leader_elect: bool = True
     lease: LeaseFlags = field(default_factory=LeaseFlags)
     execute: ExecuteFlags = field(default_factory=ExecuteFlags)
+    #: /metrics, /healthz, /readyz on this port; -1 (the default) serves none (the manifests use 9465)
+    metrics_port: int = -1
+    metrics_host: str = "0.0.0.0"
 
 
 def watch_arguments(parser: argparse.ArgumentParser) -> None:
     """The cluster, the planner (a sidecar on HOST:PORT, or the service in process), the loop, the
-    Lease, and Execute's timings."""
+    Lease, Execute's timings and the metrics port."""
     d, lease, ex = WatchOptions(), LeaseFlags(), ExecuteFlags()
     parser.add_argument("--kubeconfig", help="kubeconfig file of the cluster (default: in-cluster config)")
     pick = parser.add_mutually_exclusive_group(required=True)
@@ -69,6 +72,13 @@ def watch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--execute-cooldown", type=float, default=ex.cooldown, help="seconds after an Execute run")
     parser.add_argument("--eviction-timeout", type=float, default=ex.eviction_timeout, help="seconds per eviction")
     parser.add_argument("--execution-timeout", type=float, default=ex.execution_timeout, help="seconds per run")
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=d.metrics_port,
+        help="serve /metrics, /healthz, /readyz on this port (9465 in the manifests; -1: none)",
+    )
+    parser.add_argument("--metrics-host", default=d.metrics_host, help="address of the metrics port")
 
 
 def watch_options(ns: argparse.Namespace) -> WatchOptions:
@@ -76,6 +86,8 @@ def watch_options(ns: argparse.Namespace) -> WatchOptions:
     for flag in ("period", "resync", "execute_cooldown", "eviction_timeout", "execution_timeout"):
         if getattr(ns, flag) < 0 or (flag == "period" and ns.period <= 0):
             raise InputError(f"--{flag.replace('_', '-')}", f"must be {'positive' if flag == 'period' else '>= 0'}")
+    if not -1 <= ns.metrics_port <= 65535:
+        raise InputError("--metrics-port", "must be a port number (0: any free port), or -1 for none")
     lease = LeaseFlags(ns.lease_name, ns.lease_namespace, ns.lease_duration, ns.renew_deadline, ns.retry_period)
     if not lease.duration > lease.renew_deadline > lease.retry_period > 0:
         raise InputError("--lease-duration", "needs lease duration > renew deadline > retry period > 0")
@@ -87,6 +99,8 @@ def watch_options(ns: argparse.Namespace) -> WatchOptions:
         leader_elect=ns.leader_elect,
         lease=lease,
         execute=ExecuteFlags(ns.execute_cooldown, ns.eviction_timeout, ns.execution_timeout),
+        metrics_port=ns.metrics_port,
+        metrics_host=ns.metrics_host,
     )
 
 

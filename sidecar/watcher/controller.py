@@ -23,6 +23,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client import ApiException
 
+from sidecar.watcher import observer as observe
 from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.dryrun import GROUP, PLURAL, TERMINAL, VERSION, DryRunReconciler, Planner, phase_of
 from sidecar.watcher.informer import DELETED, Backoff
@@ -125,6 +126,7 @@ class Controller:
                 return reached
             if not reconciler.wants(run):
                 continue
+            started = time.monotonic()
             try:
                 phase = reconciler.reconcile(run)
             except Exception as exc:  # an API outage, a bug: this run waits, the others go on
@@ -139,6 +141,7 @@ class Controller:
                 continue
             finally:
                 self._settle(name, version_of(run))
+            observe.reconciled(reconciler, run, phase, self.cache.run(name), time.monotonic() - started)
             if phase is not None:
                 reached = phase
         if failed:
@@ -172,7 +175,8 @@ class Controller:
         done: dict[str, str] = {}
         for run in self.cache.list_runs():
             if self.wanted(run):
-                phase = self.process(name_of(run))
+                with structlog.contextvars.bound_contextvars(run=name_of(run)):
+                    phase = self.process(name_of(run))
                 if phase is not None:
                     done[name_of(run)] = phase
         return done
@@ -215,9 +219,15 @@ class Controller:
             if name is None:
                 continue
             try:
-                self.process(name)
+                with structlog.contextvars.bound_contextvars(run=name):  # every log line of the reconcile names it
+                    self.process(name)
             finally:
                 self.queue.done(name)
+
+    def healthy(self) -> bool:
+        """False only when leading while the worker thread has died."""
+        worker = self._worker
+        return not self._leading.is_set() or (worker is not None and worker.is_alive())
 
     # -- without leader election -------------------------------------------------------------
     def run(self) -> None:

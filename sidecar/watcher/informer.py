@@ -207,6 +207,10 @@ class Informer:
             self._thread.join(timeout)
             self._thread = None
 
+    def running(self) -> bool:
+        """The list+watch thread is alive (``start``ed and not stopped or crashed)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def relist(self) -> str:
         """One LIST replacing the store (handlers told what changed); returns its resourceVersion.
         The thread calls it; ``--once`` calls it directly, with no thread."""

@@ -26,6 +26,7 @@ from sidecar.api.v1alpha1 import service_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.snapshot import taskstatus as ts
 from sidecar.snapshot.kube import GROUP_NAME
+from sidecar.watcher import observer as observe
 from sidecar.watcher.journal import BOUND, BOUND_ELSEWHERE, Relocation
 from sidecar.watcher.planner import PLANNER_ERRORS, Planner, planner_error
 from sidecar.watcher.status import Hook
@@ -137,7 +138,7 @@ class Placer:
             {"op": "test", "path": "/metadata/uid", "value": meta["uid"]},
             {"op": "add", "path": "/status/nominatedNodeName", "value": node},
         ]
-        return self._patch(meta, ops, status=True, label="nominate")
+        return observe.nomination(pod, node, self._patch(meta, ops, status=True, label="nominate"))
 
     def ungate(self, pod: Obj) -> bool:
         """Remove this project's scheduling gate and no other; False when there was none to remove."""

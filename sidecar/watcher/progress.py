@@ -19,6 +19,7 @@ from kubernetes import client
 
 from sidecar.api.v1alpha1 import service_pb2, spec_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.watcher import observer as observe
 from sidecar.watcher.eviction import Evictor, due, read_pod
 from sidecar.watcher.journal import (
     BOUND,
@@ -153,6 +154,7 @@ class Pass:
             phase = new.eviction.phase
             if phase == old.eviction.phase or phase == PENDING or not self._journaled(new):
                 continue
+            observe.eviction(new)
             where = f"{new.key} on {new.from_node_name}: {new.eviction.message}"
             reason = "Evicted" if phase == EVICTED else f"Eviction{phase}"
             self.t.writer.event(self.run_obj, reason, where, warning=phase != EVICTED)

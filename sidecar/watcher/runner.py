@@ -12,10 +12,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 import structlog
 from kubernetes import client
 
+from sidecar.watcher import observer as observe
 from sidecar.watcher.args import WatchOptions, connect, lease_namespace
 from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.controller import Controller, Reconciler, dry_run
@@ -25,6 +27,9 @@ from sidecar.watcher.lease import LeaderElector, LeaseConfig
 from sidecar.watcher.progress import ExecuteOptions
 from sidecar.watcher.status import utcnow
 from sidecar.watcher.ttl import TTLReconciler
+
+if TYPE_CHECKING:
+    from sidecar.watcher.metrics import MetricsServer
 
 log = structlog.get_logger("sidecar.watcher")
 
@@ -58,6 +63,27 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def _lead(controller: Controller) -> None:
+    observe.leading(True)
+    controller.start_leading()
+
+
+def _follow(controller: Controller) -> None:
+    controller.stop_leading()
+    observe.leading(False)
+
+
+def _serve_metrics(options: WatchOptions, cache: ClusterCache, controller: Controller) -> MetricsServer:
+    """``--metrics-port``: Prometheus text and the probes; the observer feeds the counters from now on."""
+    from sidecar.watcher import metrics  # prometheus_client only when asked for
+
+    server = metrics.serve(options.metrics_port, options.metrics_host, cache, controller.healthy)
+    observe.install(metrics.PrometheusWatcherObserver())
+    metrics.LEADER.set(0)
+    log.info("metrics", address=f"{options.metrics_host}:{server.port}")
+    return server
+
+
 def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Event | None = None) -> int:
     """One pass (``options.once``) or the controller until SIGTERM/SIGINT (or ``stop``); exit code 0.
     ``planner`` None plans in process (the CLI passes the gRPC client: the watcher may not import it)."""
@@ -67,6 +93,8 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
     controller = Controller(
         api, reconcilers(api, planner or InProcessPlanner(), cache, options), cache=cache, period=options.period
     )
+    server = None
+    previous = observe.current()
     try:
         if options.once:
             for name, phase in sorted(controller.run_once().items()):
@@ -81,6 +109,8 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
         )
         with _stop_on_signals(stop):
             cache.start()
+            if options.metrics_port >= 0:
+                server = _serve_metrics(options, cache, controller)
             elector = None
             if options.leader_elect:
                 lease = LeaseConfig(
@@ -90,11 +120,10 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
                     renew_deadline=options.lease.renew_deadline,
                     retry_period=options.lease.retry_period,
                 )
-                elector = LeaderElector(
-                    api, lease, on_started_leading=controller.start_leading, on_stopped_leading=controller.stop_leading
-                ).start()
+                lead, follow = (lambda: _lead(controller)), (lambda: _follow(controller))
+                elector = LeaderElector(api, lease, on_started_leading=lead, on_stopped_leading=follow).start()
             else:
-                controller.start_leading()
+                _lead(controller)
             stop.wait()
             log.info("stopping")
             if elector is not None:
@@ -102,8 +131,11 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
                     timeout=40.0
                 )  # stops the worker (callback; a reconcile under way ends first), then releases
             else:
-                controller.stop_leading()
+                _follow(controller)
         return 0
     finally:
+        if server is not None:
+            server.close()
+            observe.install(previous)
         cache.stop()
         api.close()  # type: ignore[no-untyped-call]

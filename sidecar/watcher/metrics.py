@@ -1,0 +1,192 @@
+"""``watch --metrics-port``: the watcher's Prometheus metrics and probes on one HTTP port.
+
+* ``/healthz`` (liveness): every informer's list+watch thread is alive, and while this replica
+  leads, the controller's worker thread is alive.
+* ``/readyz`` (readiness): every informer's cache has synced (listed once).
+* ``/metrics`` (and ``/``): the counters fed by ``watcher.observer`` and gauges read from the
+  informers' caches at scrape time (relocations by phase, runs by phase, informer activity).
+
+Requests are not logged (the kubelet probes every few seconds).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import Collector
+
+from sidecar.watcher.cluster import ClusterCache
+from sidecar.watcher.journal import EVICTED, Relocation, relocations_of
+from sidecar.watcher.observer import WatcherObserver
+from sidecar.watcher.status import TERMINAL, mode_of, phase_of
+
+Check = Callable[[], tuple[bool, str]]
+
+EVICTIONS = Counter("repack_evictions_total", "Evictions that reached a final phase, by result", ["result"])
+NOMINATIONS = Counter("repack_nominations_total", "nominatedNodeName patches, by result", ["result"])
+RUNS = Counter("repack_runs_total", "Runs this watcher drove to a terminal phase, by mode and final reason",
+               ["mode", "outcome"])  # fmt: skip
+RECONCILE_SECONDS = Histogram(
+    "repack_reconcile_seconds",
+    "One reconcile of one run (a DryRun plan, an Execute pass, a TTL check), by reconciler",
+    ["reconciler"],
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+LEADER = Gauge("repack_leader", "1 while this replica holds the Lease (runs the controller), else 0")
+
+
+class PrometheusWatcherObserver(WatcherObserver):
+    def eviction(self, result: str) -> None:
+        EVICTIONS.labels(result=result).inc()
+
+    def nomination(self, result: str) -> None:
+        NOMINATIONS.labels(result=result).inc()
+
+    def reconciled(self, kind: str, seconds: float) -> None:
+        RECONCILE_SECONDS.labels(reconciler=kind).observe(seconds)
+
+    def run_finished(self, mode: str, outcome: str) -> None:
+        RUNS.labels(mode=mode, outcome=outcome).inc()
+
+    def leading(self, leader: bool) -> None:
+        LEADER.set(1 if leader else 0)
+
+
+def relocation_phase(rel: Relocation) -> str:
+    """The eviction's phase until the pod is evicted, then the placement's."""
+    return rel.placement.phase if rel.eviction.phase == EVICTED else rel.eviction.phase
+
+
+class CacheCollector(Collector):
+    """Gauges and counters read from the informers at scrape time (nothing to keep in step)."""
+
+    def __init__(self) -> None:
+        self.cache: ClusterCache | None = None
+
+    def collect(self) -> Iterator[Any]:
+        cache = self.cache
+        if cache is None:
+            return
+        relocations = GaugeMetricFamily(
+            "repack_relocations", "Relocations of unfinished Execute runs, by phase (eviction, then placement)",
+            labels=["phase"])  # fmt: skip
+        runs = GaugeMetricFamily("repack_runs_by_phase", "RepackRuns in the watcher's cache, by mode and phase",
+                                 labels=["mode", "phase"])  # fmt: skip
+        by_phase: dict[str, int] = {}
+        by_run: dict[tuple[str, str], int] = {}
+        for run in cache.list_runs():
+            key = (mode_of(run) or "unknown", phase_of(run) or "Pending")
+            by_run[key] = by_run.get(key, 0) + 1
+            if phase_of(run) in TERMINAL:
+                continue
+            for rel in relocations_of(run.get("status") or {}):
+                phase = relocation_phase(rel)
+                by_phase[phase] = by_phase.get(phase, 0) + 1
+        for phase, n in sorted(by_phase.items()):
+            relocations.add_metric([phase], n)
+        for (mode, phase), n in sorted(by_run.items()):
+            runs.add_metric([mode, phase], n)
+        lists = CounterMetricFamily(
+            "repack_informer_lists", "Full LISTs by each informer (first sync, resyncs, relists after 410)",
+            labels=["kind"])  # fmt: skip
+        expired = CounterMetricFamily(
+            "repack_informer_watch_expired", "Watches that ended in 410 Gone (a relist followed)", labels=["kind"]
+        )
+        errors = CounterMetricFamily("repack_informer_errors", "List/watch errors (backed off)", labels=["kind"])
+        events = CounterMetricFamily("repack_informer_events", "Watch events applied", labels=["kind"])
+        for inf in cache.informers:
+            lists.add_metric([inf.kind.name], inf.stats.lists)
+            expired.add_metric([inf.kind.name], inf.stats.relists_gone)
+            errors.add_metric([inf.kind.name], inf.stats.errors)
+            events.add_metric([inf.kind.name], inf.stats.events)
+        yield from (relocations, runs, lists, expired, errors, events)
+
+
+COLLECTOR = CacheCollector()
+REGISTRY.register(COLLECTOR)
+
+
+def health_checks(cache: ClusterCache, controller_healthy: Callable[[], bool]) -> dict[str, Check]:
+    def live() -> tuple[bool, str]:
+        dead = [inf.kind.name for inf in cache.informers if not inf.running()]
+        if dead:
+            return False, f"informers not running: {', '.join(dead)}"
+        if not controller_healthy():
+            return False, "leading, but the controller's worker thread is not alive"
+        return True, "ok"
+
+    def ready() -> tuple[bool, str]:
+        waiting = [inf.kind.name for inf in cache.informers if not inf.has_synced()]
+        return (False, f"caches not synced: {', '.join(waiting)}") if waiting else (True, "ok")
+
+    return {"/healthz": live, "/readyz": ready}
+
+
+@dataclass
+class MetricsServer:
+    httpd: ThreadingHTTPServer
+    thread: threading.Thread
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    checks: dict[str, Check]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self._answer(body=True)
+
+    def do_HEAD(self) -> None:
+        self._answer(body=False)
+
+    def _answer(self, body: bool) -> None:
+        path = self.path.split("?", 1)[0]
+        check = self.server.checks.get(path)
+        ctype = "text/plain; charset=utf-8"
+        if check is not None:
+            ok, why = check()
+            status, data = (200 if ok else 503), (why + "\n").encode()
+        elif path in ("/metrics", "/"):
+            encoder, ctype = choose_encoder(self.headers.get("Accept") or "")
+            status, data = 200, encoder(REGISTRY)
+        else:
+            status, data = 404, b"not found: try /metrics, /healthz, /readyz\n"
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent: probes and scrapes every few seconds would flood the log."""
+
+
+def serve(port: int, host: str, cache: ClusterCache, controller_healthy: Callable[[], bool]) -> MetricsServer:
+    """Serve the endpoint on a daemon thread (port 0 picks one) with ``cache`` behind the gauges."""
+    COLLECTOR.cache = cache
+    httpd = _Server((host, port), _Handler)
+    httpd.checks = health_checks(cache, controller_healthy)
+    thread = threading.Thread(target=httpd.serve_forever, name="watcher-metrics", daemon=True)
+    thread.start()
+    return MetricsServer(httpd, thread)
