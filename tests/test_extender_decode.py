@@ -69,10 +69,24 @@ def test_release_variants_carry_their_fields() -> None:
 
 def test_nulls_and_minimal_sessions() -> None:
     assert len(snapshot_from_session(b"{}").nodes) == 0
-    empty = {"Jobs": None, "Nodes": None, "Queues": None, "NamespaceInfo": None, "RevocableNodes": None, "NodeList": None}
+    empty = {
+        "Jobs": None,
+        "Nodes": None,
+        "Queues": None,
+        "NamespaceInfo": None,
+        "RevocableNodes": None,
+        "NodeList": None,
+    }
     assert len(snapshot_from_session(orjson.dumps(empty)).tasks) == 0
     minimal = {
-        "Nodes": {"n1": {"Name": "n1", "Node": None, "Allocatable": {"MilliCPU": 4000, "Memory": 8e9, "ScalarResources": None, "MaxTaskNum": 110}, "Tasks": None}},
+        "Nodes": {
+            "n1": {
+                "Name": "n1",
+                "Node": None,
+                "Allocatable": {"MilliCPU": 4000, "Memory": 8e9, "ScalarResources": None, "MaxTaskNum": 110},
+                "Tasks": None,
+            }
+        },
     }
     snap = snapshot_from_session(orjson.dumps(minimal))
     assert snap.nodes[0].name == "n1" and dict(snap.nodes[0].allocatable) == {"cpu": 4000, "memory": 8e9, "pods": 110}

@@ -275,9 +275,12 @@ def decode_check(body: bytes) -> tuple[pb.Snapshot, str, list[str]]:
     session = _Session(Nodes={n: i for n, i in zip(names, infos, strict=True)})
     snap = _decode_session(session, "extender-check")
     task = _task(check.task, "$.task", None, set())
-    if task.uid not in {t.uid for t in snap.tasks}:
+    key = (task.namespace, task.name)
+    if not any(t.uid == task.uid or (t.namespace, t.name) == key for t in snap.tasks):
         task.status, task.node = ts.PENDING, ""  # type: ignore[assignment]
         snap.tasks.append(task)
+    else:  # the pod is already on one of the nodes: ask about that copy
+        task.uid = next(t.uid for t in snap.tasks if t.uid == task.uid or (t.namespace, t.name) == key)
     return snap, task.uid, names
 
 
