@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 import msgspec
+import orjson
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
@@ -157,7 +158,32 @@ def _pod_obj(p: _Pod) -> Obj:
     }
 
 
-def _task(t: _Task, path: str, group: str | None, groups: set[tuple[str, str]]) -> pb.Task:
+class _Templates:
+    """Pods of one template (a gang's replicas) differ only in identity and placement: each
+    template goes through ``kube.task_from_pod`` once per decode, the others copy its Task."""
+
+    def __init__(self, groups: set[tuple[str, str]]) -> None:
+        self.groups = groups
+        self._seen: dict[bytes, pb.Task] = {}
+
+    def task(self, pod: Obj) -> pb.Task:
+        meta = pod["metadata"]
+        spec = {k: v for k, v in pod["spec"].items() if k != "nodeName"}
+        key = orjson.dumps(
+            [meta["namespace"], spec, meta.get("labels"), meta.get("annotations"), meta.get("ownerReferences")],
+            option=orjson.OPT_SORT_KEYS,
+        )
+        cached = self._seen.get(key)
+        if cached is None:
+            cached = self._seen[key] = kube.task_from_pod(pod, self.groups)
+        task = pb.Task()
+        task.CopyFrom(cached)
+        task.uid = meta.get("uid") or f"{meta['namespace']}/{meta['name']}"
+        task.name = meta["name"]
+        return task
+
+
+def _task(t: _Task, path: str, group: str | None, templates: _Templates) -> pb.Task:
     """A TaskInfo as a Task: the pod's rules via kube, placement from the session."""
     if t.Pod is None:
         raise InputError(f"{path}.Pod", "missing")
@@ -166,7 +192,7 @@ def _task(t: _Task, path: str, group: str | None, groups: set[tuple[str, str]]) 
     pod = _pod_obj(t.Pod)
     if not pod["metadata"]["name"]:
         raise InputError(f"{path}.Pod.metadata.name", "missing")
-    task = kube.task_from_pod(pod, groups)
+    task = templates.task(pod)
     if t.UID:
         task.uid = t.UID
     if group is not None:
@@ -230,13 +256,13 @@ def _decode_session(s: _Session, name: str) -> pb.Snapshot:
         pg = _pod_group(job, f"$.Jobs[{job_id!r}]")
         if pg is not None:
             snap.pod_groups.append(pg)
-    groups = {(g.namespace, g.name) for g in snap.pod_groups}
+    templates = _Templates({(g.namespace, g.name) for g in snap.pod_groups})
     seen: set[str] = set()
     for job_id, job in jobs.items():
         group = job.PodGroup.metadata.name if job.PodGroup is not None else ""
         for uid, t in (job.Tasks or {}).items():
             path = f"$.Jobs[{job_id!r}].Tasks[{uid!r}]"
-            snap.tasks.append(_task(t, path, group, groups))
+            snap.tasks.append(_task(t, path, group, templates))
             seen.add(t.UID or uid)
     for node_name, info in (s.Nodes or {}).items():  # pods no Job holds: other schedulers'
         for key, raw in (info.Tasks or {}).items():
@@ -247,7 +273,7 @@ def _decode_session(s: _Session, name: str) -> pb.Snapshot:
                 t = _TASK.decode(raw)
             except msgspec.MsgspecError as exc:
                 raise _input_error(exc, path) from None
-            snap.tasks.append(_task(t, path, None, groups))
+            snap.tasks.append(_task(t, path, None, templates))
             seen.add(t.UID)
     return snap
 
@@ -274,7 +300,7 @@ def decode_check(body: bytes) -> tuple[pb.Snapshot, str, list[str]]:
     names = [i.Name or (i.Node.metadata.name if i.Node else "") for i in infos]
     session = _Session(Nodes={n: i for n, i in zip(names, infos, strict=True)})
     snap = _decode_session(session, "extender-check")
-    task = _task(check.task, "$.task", None, set())
+    task = _task(check.task, "$.task", None, _Templates(set()))
     key = (task.namespace, task.name)
     if not any(t.uid == task.uid or (t.namespace, t.name) == key for t in snap.tasks):
         task.status, task.node = ts.PENDING, ""  # type: ignore[assignment]
