@@ -129,6 +129,9 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         session_ttl_seconds=_given(ns.session_ttl, d.session_ttl_seconds),
         max_sessions=_given(ns.max_sessions, d.max_sessions),
         shutdown_grace_seconds=_given(ns.grace, d.shutdown_grace_seconds),
+        extender_port=_given(ns.extender_port, d.extender_port),
+        extender_host=_given(ns.extender_host, d.extender_host),
+        extender_timeout_seconds=_given(ns.extender_timeout, d.extender_timeout_seconds),
     )
     asyncio.run(serve(config))
     return 0
@@ -185,6 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--session-ttl", type=float, help="seconds")
     s.add_argument("--max-sessions", type=int)
     s.add_argument("--grace", type=float, help="drain seconds on SIGTERM")
+    s.add_argument("--extender-port", type=int, help="Volcano extender-plugin HTTP intake; default off, 0: a free port")
+    s.add_argument("--extender-host", help="default 127.0.0.1 (the scheduler's pod)")
+    s.add_argument("--extender-timeout", type=float, help="seconds per predicate/prioritize (Volcano's httpTimeout)")
     s.set_defaults(func=cmd_serve)
 
     h = sub.add_parser("health", help="check a running sidecar's health (exit 0 when SERVING)")

@@ -16,6 +16,7 @@ from grpc_reflection.v1alpha import reflection
 from sidecar.dispatch import kernels_built
 from sidecar.server import metrics
 from sidecar.server.config import ServerConfig
+from sidecar.server.extender import ExtenderServer
 from sidecar.server.interceptors import AccessLogInterceptor
 from sidecar.server.servicer import SERVICE_NAME, generic_handler
 from sidecar.service import RepackService
@@ -29,11 +30,15 @@ class RunningServer:
     health: Any  # grpc_health.v1.health.aio.HealthServicer (untyped)
     port: int
     config: ServerConfig
+    service: RepackService | None = None
+    extender: ExtenderServer | None = None
 
     async def drain(self) -> None:
         """NOT_SERVING first (so the scheduler stops sending), then let in-flight RPCs finish."""
         log.info("draining", grace_seconds=self.config.shutdown_grace_seconds)
         await self.health.enter_graceful_shutdown()
+        if self.extender is not None:
+            self.extender.stop()
         await self.server.stop(self.config.shutdown_grace_seconds)
         log.info("stopped")
 
@@ -61,7 +66,17 @@ async def start(config: ServerConfig) -> RunningServer:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     metrics.KERNELS.set(1 if kernels_built() else 0)
     log.info("serving", address=f"{config.host}:{port}", kernels="cython" if kernels_built() else "python")
-    return RunningServer(server, health_servicer, port, config)
+    extender = None
+    if config.extender_port >= 0:
+        extender = ExtenderServer(
+            service,
+            config.extender_host,
+            config.extender_port,
+            timeout=config.extender_timeout_seconds,
+            max_age=config.extender_max_age_seconds,
+            max_body=config.transport_limit_bytes * 8,
+        )
+    return RunningServer(server, health_servicer, port, config, service, extender)
 
 
 async def serve(config: ServerConfig) -> None:

@@ -46,6 +46,8 @@ class BackgroundServer:
             self.metrics = None
         if not self.loop.is_running():
             return
+        if self.running.extender is not None:
+            self.running.extender.stop()
         self.call(self.running.server.stop(None))
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)

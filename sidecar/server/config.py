@@ -31,6 +31,13 @@ class ServerConfig:
     shutdown_grace_seconds: float = 10.0
     keepalive_time_ms: int = 30_000
     keepalive_timeout_ms: int = 10_000
+    #: Volcano extender-plugin HTTP intake (docs/extender.md); -1 (default) is off, 0 a free port.
+    extender_port: int = -1
+    extender_host: str = "127.0.0.1"
+    #: predicate/prioritize answer within this (Volcano's extender.httpTimeout defaults to 1 s)
+    extender_timeout_seconds: float = 0.9
+    #: the ``latest`` session older than this is not used; the request's own nodes are read instead
+    extender_max_age_seconds: float = 30.0
     max_nodes: int = ServiceLimits.max_nodes
     max_tasks: int = ServiceLimits.max_tasks
 

@@ -11,7 +11,7 @@ import time
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from sidecar.api.v1alpha1 import service_pb2
+from sidecar.api.v1alpha1 import service_pb2, snapshot_pb2
 from sidecar.errors import InputError
 from sidecar.mirror.core import Mirror, Verdict
 from sidecar.mirror.explain import failure_code
@@ -23,7 +23,7 @@ from sidecar.service.deadline import Deadline
 from sidecar.service.fit import fit_message
 from sidecar.service.limits import ServiceLimits
 from sidecar.service.observer import Observer
-from sidecar.service.sessions import SessionCache
+from sidecar.service.sessions import Session, SessionCache
 from sidecar.service.sources import CheckRequest, Sources, subject
 
 
@@ -110,6 +110,20 @@ class RepackService:
         return service_pb2.OpenSessionResponse(
             session_id=session.id, expires_at=expires, node_count=state.n_nodes, task_count=state.n_tasks
         )
+
+    def publish(self, name: str, snapshot: snapshot_pb2.Snapshot, deadline: Deadline, ttl: float = 0.0) -> Session:
+        """Decode ``snapshot`` and make it the session called ``name`` (replacing any), for front
+        doors that receive sessions pushed to them (the extender intake publishes ``latest``)."""
+        if not name:
+            raise InputError("session_id", "missing")
+        state = self._sources.decode(snapshot, deadline)
+        session = self._sessions.publish(name, state, ttl)
+        self._observer.sessions_changed(len(self._sessions))
+        return session
+
+    def session(self, name: str) -> Session | None:
+        """The open session called ``name`` (with its ``opened_at``), or None."""
+        return self._sessions.get(name)
 
     def close_session(
         self, request: service_pb2.CloseSessionRequest, deadline: Deadline

@@ -22,6 +22,8 @@ class Session:
     id: str
     state: ClusterState
     expires_at: float  # wall clock (time.time())
+    #: wall clock when the snapshot behind it was taken in (for a session's age)
+    opened_at: float = 0.0
     #: built on first Filter/Prioritize and reused; calls on one session take the lock.
     mirror: Mirror | None = None
     simulation: Simulation | None = None
@@ -42,10 +44,24 @@ class SessionCache:
 
     def open(self, state: ClusterState, ttl: float | None = None) -> Session:
         ttl = self._ttl if not ttl or ttl <= 0 else min(ttl, self._ttl * 10)
-        session = Session(uuid.uuid4().hex, state, self._clock() + ttl)
+        now = self._clock()
+        session = Session(uuid.uuid4().hex, state, now + ttl, opened_at=now)
         with self._lock:
             self._expire()
             self._items[session.id] = session
+            while len(self._items) > self._capacity:
+                self._items.popitem(last=False)
+        return session
+
+    def publish(self, name: str, state: ClusterState, ttl: float | None = None) -> Session:
+        """Replace (atomically) the session called ``name``: readers get the old one or the new one."""
+        ttl = self._ttl if not ttl or ttl <= 0 else ttl
+        now = self._clock()
+        session = Session(name, state, now + ttl, opened_at=now)
+        with self._lock:
+            self._expire()
+            self._items[name] = session
+            self._items.move_to_end(name)
             while len(self._items) > self._capacity:
                 self._items.popitem(last=False)
         return session

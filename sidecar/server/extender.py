@@ -1,0 +1,248 @@
+"""HTTP front door for Volcano's ``extender`` plugin (pkg/scheduler/plugins/extender).
+
+A stock scheduler configured with ``extender.urlPrefix: http://127.0.0.1:<port>`` POSTs JSON to
+``<urlPrefix>/<verb>``. ``onSessionOpen`` is answered 200 at once; its body goes to ONE decoder
+thread that keeps only the newest pending body (older ones are dropped and counted), decodes it
+(``sidecar.snapshot.volcano``) and publishes it as the service session ``latest``. ``predicate``
+and ``prioritize`` answer from the mirror on that session when it is fresh and holds the task
+and nodes, otherwise from the request's own task and nodes; each within the verb's timeout.
+Status codes are Volcano's (pkg/scheduler/api/types.go): 0 Success, 1 Error, 2 Unschedulable,
+3 UnschedulableAndUnresolvable. Bad input answers HTTP 400, a missed deadline 503: with
+``extender.ignorable: true`` Volcano then ignores the extender for that call.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import orjson
+import structlog
+
+from sidecar.api.v1alpha1 import service_pb2
+from sidecar.errors import InputError
+from sidecar.service import Deadline, DeadlineExceeded, RepackService
+from sidecar.snapshot.volcano import check_names, decode_check, snapshot_from_session
+
+log = structlog.get_logger("sidecar.extender")
+
+SESSION = "latest"
+SUCCESS, ERROR, UNSCHEDULABLE = 0, 1, 2
+
+
+@dataclass
+class IntakeStats:
+    received: int = 0
+    dropped: int = 0  # superseded by a newer body before decoding started
+    published: int = 0
+    failed: int = 0
+    last_error: str = ""
+    #: seconds from the newest published body's arrival to its session being usable
+    last_usable_seconds: float = 0.0
+    last_decode_seconds: float = 0.0
+    verb_seconds: dict[str, float] = field(default_factory=dict)
+
+
+class SessionIntake:
+    """The single decoder thread with a one-slot mailbox: newest body wins."""
+
+    def __init__(self, service: RepackService, name: str = SESSION, ttl: float = 0.0) -> None:
+        self.service, self.name, self.ttl = service, name, ttl
+        self.stats = IntakeStats()
+        self._cond = threading.Condition()
+        self._pending: tuple[bytes, float] | None = None
+        self._busy = False
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="extender-decoder", daemon=True)
+        self._thread.start()
+
+    def submit(self, body: bytes, arrived: float | None = None) -> None:
+        with self._cond:
+            self.stats.received += 1
+            if self._pending is not None:
+                self.stats.dropped += 1
+            self._pending = (body, time.monotonic() if arrived is None else arrived)
+            self._cond.notify()
+
+    def idle(self, timeout: float) -> bool:
+        """Wait until nothing is pending or being decoded (tests, benchmarks)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._pending is None and not self._busy, timeout)
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._pending is not None or self._stopped)
+                if self._stopped:
+                    return
+                assert self._pending is not None
+                (body, arrived), self._pending = self._pending, None
+                self._busy = True
+            try:
+                start = time.monotonic()
+                snap = snapshot_from_session(body)
+                del body
+                session = self.service.publish(self.name, snap, Deadline.none(), self.ttl)
+                done = time.monotonic()
+                self.stats.published += 1
+                self.stats.last_decode_seconds = done - start
+                self.stats.last_usable_seconds = done - arrived
+                log.info(
+                    "session_published",
+                    session=self.name,
+                    nodes=session.state.n_nodes,
+                    tasks=session.state.n_tasks,
+                    usable_seconds=round(done - arrived, 3),
+                    dropped=self.stats.dropped,
+                )
+            except Exception as exc:  # a bad body must not kill the decoder
+                self.stats.failed += 1
+                self.stats.last_error = str(exc)
+                log.warning("session_rejected", error=str(exc))
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+
+class Extender:
+    """The verbs, transport-free apart from bytes in and (status, JSON) out."""
+
+    def __init__(self, service: RepackService, timeout: float = 1.0, max_age: float = 30.0) -> None:
+        self.service, self.timeout, self.max_age = service, timeout, max_age
+        self.intake = SessionIntake(service)
+
+    def fresh_session(self) -> str | None:
+        session = self.service.session(self.intake.name)
+        if session is None or time.time() - session.opened_at > self.max_age:
+            return None
+        return session.id
+
+    def handle(self, verb: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        start = time.monotonic()
+        try:
+            if verb == "onSessionOpen":
+                self.intake.submit(body, start)
+                return 200, {}
+            if verb == "onSessionClose":
+                return 200, {}
+            if verb == "predicate":
+                return 200, self.predicate(body, Deadline(self.timeout))
+            if verb == "prioritize":
+                return 200, self.prioritize(body, Deadline(self.timeout))
+            return 404, {"status": f"unknown verb {verb!r}", "code": ERROR}
+        except InputError as exc:
+            return 400, {"status": str(exc), "code": ERROR, "errorMessage": str(exc)}
+        except DeadlineExceeded as exc:
+            return 503, {"status": str(exc), "code": ERROR, "errorMessage": str(exc)}
+        finally:
+            self.intake.stats.verb_seconds[verb] = time.monotonic() - start
+
+    def _check(self, body: bytes, deadline: Deadline, score: bool) -> tuple[Any, list[str]]:
+        """Filter/Prioritize through the service: the session when it knows the task and nodes."""
+        uid, names = check_names(body)
+        sid = self.fresh_session()
+        if sid is not None and uid:
+            try:
+                if score:
+                    req: Any = service_pb2.PrioritizeRequest(session_id=sid, task_uid=uid, nodes=names)
+                    return self.service.prioritize(req, deadline), names
+                return self.service.filter(
+                    service_pb2.FilterRequest(session_id=sid, task_uid=uid, nodes=names), deadline
+                ), names
+            except InputError:
+                pass  # the session does not hold this task or node: read the request instead
+        snap, uid, names = decode_check(body)
+        if score:
+            preq = service_pb2.PrioritizeRequest(snapshot=snap, task_uid=uid, nodes=names)
+            return self.service.prioritize(preq, deadline), names
+        return self.service.filter(service_pb2.FilterRequest(snapshot=snap, task_uid=uid, nodes=names), deadline), names
+
+    def predicate(self, body: bytes, deadline: Deadline) -> dict[str, Any]:
+        resp, names = self._check(body, deadline, score=False)
+        if not names:
+            raise InputError("$.node", "missing")
+        if names[0] in resp.feasible_nodes:
+            return {"status": "", "code": SUCCESS}
+        for failure in resp.failures:
+            if names[0] in failure.nodes:
+                return {"status": ", ".join(failure.reasons), "code": failure.code or UNSCHEDULABLE}
+        return {"status": resp.message or "node(s) didn't fit", "code": UNSCHEDULABLE}
+
+    def prioritize(self, body: bytes, deadline: Deadline) -> dict[str, Any]:
+        resp, names = self._check(body, deadline, score=True)
+        scores = {n: 0.0 for n in names}
+        scores.update({s.node: s.score for s in resp.scores})
+        return {"nodeScore": scores, "errorMessage": ""}
+
+    def stop(self) -> None:
+        self.intake.stop()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # Go's client keeps connections alive
+    server: _Server
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > self.server.max_body:
+            self.rfile.read(length)
+            self._answer(413, {"status": f"body over {self.server.max_body} bytes", "code": ERROR})
+            return
+        body = self.rfile.read(length)
+        verb = self.path.rstrip("/").rsplit("/", 1)[-1]
+        code, payload = self.server.extender.handle(verb, body)
+        self._answer(code, payload)
+
+    def _answer(self, code: int, payload: dict[str, Any]) -> None:
+        out = orjson.dumps(payload)
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("extender_http", request=format % args)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    extender: Extender
+    max_body: int
+
+
+class ExtenderServer:
+    """The HTTP server on its own thread; ``port`` is the bound port."""
+
+    def __init__(
+        self,
+        service: RepackService,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        timeout: float = 1.0,
+        max_age: float = 30.0,
+        max_body: int = 1 << 30,
+    ) -> None:
+        self.extender = Extender(service, timeout, max_age)
+        self.httpd = _Server((host, port), _Handler)
+        self.httpd.extender, self.httpd.max_body = self.extender, max_body
+        self.port = int(self.httpd.server_address[1])
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="extender-http", daemon=True)
+        self.thread.start()
+        log.info("extender", address=f"{host}:{self.port}", session=SESSION)
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.extender.stop()
