@@ -5,8 +5,10 @@ The kustomize manifests are tested in tests/test_manifests.py and tests/test_man
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -15,10 +17,33 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_wheel_builds_without_a_compiler(tmp_path: Path) -> None:
+#: two ways a kernel fails to compile: no compiler at all, or (the image's old defect: gcc without
+#: libc6-dev) a compiler that finds no libc headers
+BROKEN_TOOLCHAINS = {
+    "no-compiler": {"CC": "/bin/false", "CXX": "/bin/false"},
+    "no-libc-headers": {"CFLAGS": "-nostdinc -I/nonexistent"},
+}
+SCRIPT = ROOT / "scripts" / "build-wheel-check.sh"
+_IGNORE = shutil.ignore_patterns(
+    ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis", "*.so", "out", "tests"
+)
+
+
+def source_copy(where: Path) -> Path:
+    """The source tree without build leftovers: an in-tree build/ could hand a stale kernel to the wheel."""
+    src = where / "src"
+    shutil.copytree(ROOT, src, ignore=_IGNORE)
+    return src
+
+
+@pytest.mark.parametrize("toolchain", sorted(BROKEN_TOOLCHAINS))
+def test_wheel_builds_without_a_compiler(tmp_path: Path, toolchain: str) -> None:
+    """Without REPACK_REQUIRE_KERNELS the package still builds (and then runs on the twins)."""
     pytest.importorskip("setuptools")
     pytest.importorskip("Cython")
-    env = {**os.environ, "CC": "/bin/false", "CXX": "/bin/false"}
+    env = {**os.environ, **BROKEN_TOOLCHAINS[toolchain]}
+    env.pop("REPACK_REQUIRE_KERNELS", None)
+    src = source_copy(tmp_path)
     proc = subprocess.run(
         [
             sys.executable,
@@ -29,8 +54,8 @@ def test_wheel_builds_without_a_compiler(tmp_path: Path) -> None:
             "--no-deps",
             "--no-build-isolation",
             "-w",
-            str(tmp_path),
-            str(ROOT),
+            str(tmp_path / "wheels"),
+            str(src),
         ],
         capture_output=True,
         text=True,
@@ -38,7 +63,7 @@ def test_wheel_builds_without_a_compiler(tmp_path: Path) -> None:
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    (wheel,) = tmp_path.glob("*.whl")
+    (wheel,) = (tmp_path / "wheels").glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert not [n for n in names if n.endswith(".so")], "a kernel was built with no compiler?"
     assert "sidecar/data/guide-ascend.json" in names
@@ -71,3 +96,75 @@ def test_python_twins_answer_like_the_kernels() -> None:
         timeout=120,
     )
     assert twin.stdout == default.stdout
+
+
+# -- the image's build stage (scripts/build-wheel-check.sh, run by the Dockerfile) ---------------------
+@pytest.fixture(scope="module")
+def image_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, float]]:
+    """scripts/build-wheel-check.sh run once per toolchain, concurrently, each on its own source copy and
+    into its own clean venv: the working toolchain, and each broken one. (returncode, output, seconds)."""
+    pytest.importorskip("setuptools")
+    pytest.importorskip("Cython")
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler here: the kernels cannot be built")
+    started: dict[str, tuple[subprocess.Popen[str], float]] = {}
+    for name, extra in {"working": {}, **BROKEN_TOOLCHAINS}.items():
+        where = tmp_path_factory.mktemp(name)
+        env = {**os.environ, **extra, "PYTHON": sys.executable, "PIP_WHEEL_ARGS": "--no-build-isolation"}
+        env.pop("REPACK_PURE_PYTHON", None)
+        proc = subprocess.Popen(
+            ["sh", str(SCRIPT), str(where / "wheels"), str(where / "venv"), str(source_copy(where))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        started[name] = (proc, time.monotonic())
+    done = {}
+    for name, (proc, t0) in started.items():
+        out, _ = proc.communicate(timeout=900)
+        done[name] = (proc.returncode, out, time.monotonic() - t0)
+    return done
+
+
+@pytest.mark.slow
+def test_the_image_build_ships_the_compiled_kernels(image_builds: dict[str, tuple[int, str, float]]) -> None:
+    """The wheel carries the three .so and, installed in a clean venv, kernels_built() is True."""
+    code, out, seconds = image_builds["working"]
+    assert code == 0, out[-4000:]
+    assert "carries 3 kernels" in out and "kernels_built() is True" in out and out.rstrip().endswith("ok"), out[-2000:]
+    print(f"build-wheel-check (wheel + clean venv): {seconds:.0f} s")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("toolchain", sorted(BROKEN_TOOLCHAINS))
+def test_the_image_build_fails_without_the_kernels(
+    image_builds: dict[str, tuple[int, str, float]], toolchain: str
+) -> None:
+    """REPACK_REQUIRE_KERNELS=1 turns a kernel that does not compile into a failed build, before any wheel."""
+    code, out, _ = image_builds[toolchain]
+    assert code != 0, out[-2000:]
+    assert "REPACK_REQUIRE_KERNELS=1: kernel sidecar." in out, out[-4000:]
+    assert "carries 3 kernels" not in out
+
+
+def test_the_dockerfile_runs_the_checked_build() -> None:
+    """One image for both containers, built by the script above on a base with the C toolchain and the
+    libc headers; the base comes from one ARG (pin it by digest: see the Dockerfile)."""
+    docker = (ROOT / "Dockerfile").read_text()
+    lines = [ln.strip() for ln in docker.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    froms = [ln for ln in lines if ln.startswith("FROM ")]
+    assert froms == ["FROM ${PYTHON_IMAGE} AS build", "FROM ${PYTHON_IMAGE}"], froms
+    (base,) = [ln for ln in lines if ln.startswith("ARG PYTHON_IMAGE=")]
+    image = base.split("=", 1)[1]
+    assert image.startswith("python:3.11-slim")
+    if "@" in image:
+        digest = image.split("@", 1)[1]
+        assert digest.startswith("sha256:") and len(digest) == 71, digest
+    (apt,) = [ln for ln in lines if "apt-get install" in ln]
+    assert "libc6-dev" in apt.split() or "build-essential" in apt.split(), apt
+    assert any("scripts/build-wheel-check.sh" in ln and ln.startswith("RUN ") for ln in lines)
+    assert "COPY --from=build /opt/venv /opt/venv" in lines
+    assert any(ln.startswith("USER 65532") for ln in lines), "the uid the manifests run as"
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".git", ".venv", "build", "**/__pycache__", "**/*.so"} <= set(ignored), ignored
