@@ -103,7 +103,11 @@ def test_every_base_renders_only_objects_this_project_owns(directory: str, kinds
 def test_nothing_stands_in_for_the_users_scheduler(directory: str) -> None:
     """The Components create nothing, and the example overlay does not render until the user saves
     their own chart render in it: no object of ours can overwrite the live Deployment or ConfigMap."""
-    assert not (MANIFESTS / "overlays" / "volcano-chart" / "volcano-chart.yaml").exists(), "a render was committed"
+    render_path = MANIFESTS / "overlays" / "volcano-chart" / "volcano-chart.yaml"
+    tracked = subprocess.run(["git", "ls-files", str(render_path)], capture_output=True, text=True, cwd=ROOT)
+    assert not tracked.stdout.strip(), "a chart render was committed"
+    if directory.startswith("overlays/") and render_path.exists():
+        pytest.skip(f"{render_path} is your own render (git-ignored): the overlay renders it")
     done = kustomize(MANIFESTS / directory)
     assert done.returncode != 0 or not [d for d in yaml.safe_load_all(done.stdout) if d], done.stdout
     for path in MANIFESTS.rglob("*.yaml"):
