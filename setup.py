@@ -1,11 +1,12 @@
 """Builds the Cython kernels in ext/ into the sidecar package, and ships the CRDs with it.
 
 Every kernel has a pure-numpy twin, so the build is optional: without a C compiler (or with
-REPACK_PURE_PYTHON=1) the package installs and runs on the twins. REPACK_REQUIRE_KERNELS=1 (the image
-build, scripts/build-wheel-check.sh) turns that around: a kernel that does not compile -- no compiler,
-no libc or Python headers, Cython missing -- fails the build instead of shipping the twins silently. manifests/crd stays the one
-source of the CRDs (kubectl apply -k uses it); the build copies them to sidecar/data/crd so
-``repack-sidecar sandbox serve --load`` finds them in an installed wheel.
+REPACK_PURE_PYTHON=1) the package installs and runs on the twins. REPACK_REQUIRE_KERNELS=1 (the
+image build, scripts/build-wheel-check.sh) turns that around: a kernel that does not compile -- no
+compiler, no libc or Python headers, Cython missing -- fails the build instead of shipping the twins.
+
+manifests/crd stays the one source of the CRDs (kubectl apply -k uses it); the build copies them to
+sidecar/data/crd so ``repack-sidecar sandbox serve --load`` finds them in an installed wheel.
 """
 
 import os
