@@ -1,9 +1,12 @@
 """Builds the Cython kernels in ext/ into the sidecar package, and ships the CRDs with it.
 
 Every kernel has a pure-numpy twin, so the build is optional: without a C compiler (or with
-REPACK_PURE_PYTHON=1) the package installs and runs on the twins. manifests/crd stays the one
-source of the CRDs (kubectl apply -k uses it); the build copies them to sidecar/data/crd so
-``repack-sidecar sandbox serve --load`` finds them in an installed wheel.
+REPACK_PURE_PYTHON=1) the package installs and runs on the twins. REPACK_REQUIRE_KERNELS=1 (the
+image build, scripts/build-wheel-check.sh) turns that around: a kernel that does not compile -- no
+compiler, no libc or Python headers, Cython missing -- fails the build instead of shipping the twins.
+
+manifests/crd stays the one source of the CRDs (kubectl apply -k uses it); the build copies them to
+sidecar/data/crd so ``repack-sidecar sandbox serve --load`` finds them in an installed wheel.
 """
 
 import os
@@ -25,19 +28,30 @@ KERNELS = {
 }
 
 
+REQUIRE_KERNELS = os.environ.get("REPACK_REQUIRE_KERNELS") == "1"
+
+
+class KernelsRequired(RuntimeError):
+    """REPACK_REQUIRE_KERNELS=1 and a kernel cannot be built."""
+
+
 class OptionalBuildExt(build_ext):
-    """Skip kernels that fail to compile; the Python twins take over."""
+    """Skip kernels that fail to compile (the Python twins take over), unless REPACK_REQUIRE_KERNELS=1."""
 
     def run(self):
         try:
             super().run()
         except Exception as exc:
+            if REQUIRE_KERNELS:
+                raise KernelsRequired(f"REPACK_REQUIRE_KERNELS=1: Cython kernels not built ({exc})") from exc
             print(f"warning: Cython kernels not built ({exc}); using the Python twins", file=sys.stderr)
 
     def build_extension(self, ext):
         try:
             super().build_extension(ext)
         except Exception as exc:
+            if REQUIRE_KERNELS:
+                raise KernelsRequired(f"REPACK_REQUIRE_KERNELS=1: kernel {ext.name} not built ({exc})") from exc
             print(f"warning: kernel {ext.name} not built ({exc}); using its Python twin", file=sys.stderr)
 
 
@@ -56,14 +70,21 @@ class BuildPyWithCrds(build_py):
 
 def extensions():
     if os.environ.get("REPACK_PURE_PYTHON") == "1":
+        if REQUIRE_KERNELS:
+            raise KernelsRequired("REPACK_PURE_PYTHON=1 contradicts REPACK_REQUIRE_KERNELS=1")
         return []
     try:
         from Cython.Build import cythonize
     except ImportError:
+        if REQUIRE_KERNELS:
+            raise KernelsRequired("REPACK_REQUIRE_KERNELS=1: Cython is missing") from None
         print("warning: Cython missing; using the Python twins", file=sys.stderr)
         return []
     from setuptools import Extension
 
+    missing = [src for src in KERNELS.values() if not Path(src).exists()]
+    if missing and REQUIRE_KERNELS:
+        raise KernelsRequired(f"REPACK_REQUIRE_KERNELS=1: kernel sources missing: {', '.join(missing)}")
     exts = [Extension(name, [src], extra_compile_args=["-O3"]) for name, src in KERNELS.items() if Path(src).exists()]
     return cythonize(exts, compiler_directives={"language_level": "3"}, quiet=True)
 
