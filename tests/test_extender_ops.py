@@ -4,12 +4,16 @@ on every answer (HTTP headers, gRPC trailers), and bad bodies answered 400 with 
 from __future__ import annotations
 
 import http.client
+import json
+import re
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 import orjson
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
@@ -194,3 +198,21 @@ def test_json_path_at() -> None:
     assert json_path_at(body, body.index(b"null")) == '$.a.b"c[1].d[1]'
     assert json_path_at(body, body.index(b"2}")) == "$.e"
     assert json_path_at(body, 0) == "$"
+
+
+def test_image_default_and_docs_use_the_manifests_extender_port() -> None:
+    """The image's default CMD is the manifests' repack-sidecar args (extender on 8008), and the
+    docs' urlPrefix and flag are the scheduler ConfigMap's."""
+    root = Path(__file__).resolve().parent.parent
+    docker = (root / "Dockerfile").read_text().replace("\\\n", " ")
+    cmd = json.loads(re.search(r"^CMD (\[.*\])$", docker, re.M).group(1))  # type: ignore[union-attr]
+    patch = yaml.safe_load((root / "manifests/sidecar/scheduler-sidecar-patch.yaml").read_text())
+    containers = {c["name"]: c for c in patch["spec"]["template"]["spec"]["containers"]}
+    assert cmd == containers["repack-sidecar"]["args"]
+    conf = (root / "manifests/extender/volcano-scheduler.conf").read_text()
+    url = re.search(r"extender\.urlPrefix: (\S+)", conf).group(1)  # type: ignore[union-attr]
+    port = url.rsplit(":", 1)[1]
+    assert cmd[cmd.index("--extender-port") + 1] == port == "8008"
+    docs = (root / "docs/extender.md").read_text()
+    assert set(re.findall(r"extender\.urlPrefix: (\S+)", docs)) == {url}
+    assert set(re.findall(r"--extender-port (\d+)", docs)) == {port}
