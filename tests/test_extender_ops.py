@@ -192,6 +192,18 @@ def test_a_bad_session_is_counted_failed_and_latest_kept(sidecar: BackgroundServ
     assert "NaN and Infinity" not in stats.last_error and stats.last_error.startswith("$.Nodes.n1: ")
 
 
+def test_a_late_error_in_a_big_body_names_the_byte_and_the_nearest_key(sidecar: BackgroundServer) -> None:
+    body = (
+        b'{"task": {"UID": "u"}, "pad": "'
+        + b"x" * (2 << 20)
+        + b'", "nodes": [{"Name": "a", "Used": {"MilliCPU": NaN}}]}'
+    )
+    code, answer, _ = post(sidecar, "prioritize", body)
+    assert code == 400
+    assert answer["status"].startswith(f"$: JSON is malformed: invalid character (byte {body.index(b'NaN')})")
+    assert answer["status"].endswith('NaN and Infinity are not JSON numbers; after the key "MilliCPU"')
+
+
 def test_json_path_at() -> None:
     body = b'{"a": {"b\\"c": [1, {"d": [true, null, "x,]}"]}]}, "e": 2}'
     assert json_path_at(body, body.index(b"true")) == '$.a.b"c[1].d[0]'
