@@ -168,6 +168,12 @@ def test_grpc_on_latest_carries_the_age_as_trailing_metadata(sidecar: Background
         ("predicate", b'{"task": {"UID": "u",}}', "$.task"),
         ("predicate", b'{"task": {"UID": "u"', "$"),
         ("predicate", b"\xff", "$"),
+        # 1e999 is JSON, but no float: out of range, like Infinity
+        (
+            "predicate",
+            b'{"task": {"UID": "u"}, "node": {"Name": "n", "Allocatable": {"MilliCPU": 1e999}}}',
+            "$.node.Allocatable.MilliCPU",
+        ),
     ],
 )
 def test_bad_bodies_are_400_naming_the_json_path(sidecar: BackgroundServer, verb: str, body: bytes, path: str) -> None:

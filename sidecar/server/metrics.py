@@ -59,7 +59,7 @@ EXTENDER_REQUESTS = Counter(
 )
 EXTENDER_SECONDS = Histogram(
     "repack_extender_duration_seconds",
-    "Extender request latency, body read to answer written",
+    "Extender request handling, from its body read to its answer built",
     ["verb"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5),
 )
