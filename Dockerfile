@@ -41,4 +41,8 @@ USER 65532:65532
 # 9465 (watcher). The scheduler itself uses 8080 and 11251.
 EXPOSE 9464 9465
 ENTRYPOINT ["repack-sidecar", "--log-format", "json"]
-CMD ["serve", "--host", "127.0.0.1", "--port", "50151", "--metrics-port", "9464"]
+# The default is the manifests' repack-sidecar container (manifests/sidecar/scheduler-sidecar-patch.yaml
+# passes the same args; tests/test_extender_ops.py keeps them equal): extender intake on 8008, the port
+# of manifests/extender/volcano-scheduler.conf's urlPrefix. The watcher container passes its own args.
+CMD ["serve", "--host", "127.0.0.1", "--port", "50151", "--metrics-port", "9464", "--extender-port", "8008", \
+     "--max-message-mib", "64", "--max-concurrent-rpcs", "16", "--session-ttl", "120"]

@@ -7,14 +7,20 @@ thread that keeps only the newest pending body (older ones are dropped and count
 and ``prioritize`` answer from the mirror on that session when it is fresh and holds the task
 and nodes, otherwise from the request's own task and nodes; each within the verb's timeout.
 Status codes are Volcano's (pkg/scheduler/api/types.go): 0 Success, 1 Error, 2 Unschedulable,
-3 UnschedulableAndUnresolvable. Bad input answers HTTP 400, a missed deadline 503: with
-``extender.ignorable: true`` Volcano then ignores the extender for that call.
+3 UnschedulableAndUnresolvable. Bad input (invalid JSON, ``NaN``/``Infinity`` included) answers
+HTTP 400 naming the JSON path, a missed deadline 503: with ``extender.ignorable: true`` Volcano then
+ignores the extender for that call. Every answer carries ``X-Repack-Session-Age`` (seconds since
+``latest`` was published; absent while there is none) and predicate/prioritize answers
+``X-Repack-Source`` (``latest`` or ``request``: which objects the answer was computed on); the
+JSON bodies keep exactly Volcano's shape.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -24,6 +30,7 @@ import structlog
 
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.errors import InputError
+from sidecar.server import metrics
 from sidecar.service import Deadline, DeadlineExceeded, RepackService
 from sidecar.snapshot.volcano import check_names, decode_check, snapshot_from_session
 
@@ -31,6 +38,59 @@ log = structlog.get_logger("sidecar.extender")
 
 SESSION = "latest"
 SUCCESS, ERROR, UNSCHEDULABLE = 0, 1, 2
+VERBS = frozenset({"onSessionOpen", "onSessionClose", "predicate", "prioritize"})
+AGE_HEADER, SOURCE_HEADER = "X-Repack-Session-Age", "X-Repack-Source"
+#: beyond this offset a malformed body's error names the byte and the nearest key, not the JSON path:
+#: the scan runs at ~5 MiB/s in Python and must fit in a verb's deadline (predicate bodies are ~62 KB)
+PATH_SCAN_LIMIT = 1 << 20
+_KEY_BEFORE = re.compile(rb'"((?:[^"\\]|\\.){1,200})"\s*:')
+
+_MALFORMED = re.compile(r"\(byte (\d+)\)")
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\],:]')
+
+
+def json_path_at(body: bytes, offset: int) -> str:
+    """The JSON path (``$.Nodes.n1.Allocatable``, ``$.nodes[2]``) of the value at byte ``offset``."""
+    stack: list[list[Any]] = []  # [key or index, expecting a key (objects only)]
+    for m in _TOKEN.finditer(body, 0, offset):
+        tok = m.group()
+        if tok in (b"{", b"["):
+            stack.append(["", True] if tok == b"{" else [0, False])
+        elif tok in (b"}", b"]"):
+            if stack:
+                stack.pop()
+        elif tok == b",":
+            if stack and isinstance(stack[-1][0], int):
+                stack[-1][0] += 1
+            elif stack:
+                stack[-1][1] = True
+        elif tok == b":":
+            if stack:
+                stack[-1][1] = False
+        elif stack and stack[-1][1] is True and isinstance(stack[-1][0], str):
+            stack[-1][0] = orjson.loads(tok)
+    path = "$"
+    for key, expecting_key in stack:
+        if expecting_key:  # between an object's members: the object itself
+            break
+        path += f"[{key}]" if isinstance(key, int) else f".{key}"
+    return path
+
+
+def named(exc: InputError, body: bytes) -> InputError:
+    """A malformed-JSON error (``... (byte N)`` at ``$``) with the JSON path of byte N, and NaN/Infinity
+    said so; other errors unchanged."""
+    m = _MALFORMED.search(exc.problem)
+    if exc.field != "$" or m is None:
+        return exc
+    offset = int(m.group(1))
+    problem = exc.problem
+    if body[offset : offset + 9].lstrip(b"-+").startswith((b"NaN", b"Infinity", b"inf", b"nan")):
+        problem += "; NaN and Infinity are not JSON numbers"
+    if offset > PATH_SCAN_LIMIT:
+        keys = _KEY_BEFORE.findall(body, max(0, offset - 4096), offset)
+        return InputError("$", problem + (f'; after the key "{keys[-1].decode(errors="replace")}"' if keys else ""))
+    return InputError(json_path_at(body, offset), problem)
 
 
 @dataclass
@@ -64,6 +124,7 @@ class SessionIntake:
             self.stats.received += 1
             if self._pending is not None:
                 self.stats.dropped += 1
+                metrics.EXTENDER_SESSIONS.labels(result="dropped").inc()
             self._pending = (body, time.monotonic() if arrived is None else arrived)
             self._cond.notify()
 
@@ -89,13 +150,18 @@ class SessionIntake:
                 self._busy = True
             try:
                 start = time.monotonic()
-                snap = snapshot_from_session(body)
+                try:
+                    snap = snapshot_from_session(body)
+                except InputError as exc:
+                    raise named(exc, body) from None
                 del body
                 session = self.service.publish(self.name, snap, Deadline.none(), self.ttl)
                 done = time.monotonic()
                 self.stats.published += 1
                 self.stats.last_decode_seconds = done - start
                 self.stats.last_usable_seconds = done - arrived
+                metrics.EXTENDER_SESSIONS.labels(result="published").inc()
+                metrics.EXTENDER_DECODE_SECONDS.observe(done - start)
                 log.info(
                     "session_published",
                     session=self.name,
@@ -107,6 +173,7 @@ class SessionIntake:
             except Exception as exc:  # a bad body must not kill the decoder
                 self.stats.failed += 1
                 self.stats.last_error = str(exc)
+                metrics.EXTENDER_SESSIONS.labels(result="failed").inc()
                 log.warning("session_rejected", error=str(exc))
             finally:
                 with self._cond:
@@ -114,12 +181,23 @@ class SessionIntake:
                     self._cond.notify_all()
 
 
+Answer = tuple[int, dict[str, Any], dict[str, str]]
+
+
 class Extender:
-    """The verbs, transport-free apart from bytes in and (status, JSON) out."""
+    """The verbs, transport-free apart from bytes in and (status, JSON, headers) out."""
 
     def __init__(self, service: RepackService, timeout: float = 1.0, max_age: float = 30.0) -> None:
         self.service, self.timeout, self.max_age = service, timeout, max_age
         self.intake = SessionIntake(service)
+        ref = weakref.ref(self)
+        self._age_source = lambda: (lambda e: e.session_age() if e is not None else None)(ref())
+        metrics.track_session_age(self._age_source)
+
+    def session_age(self) -> float | None:
+        """Seconds since ``latest`` was published, or None while there is none."""
+        session = self.service.session(self.intake.name)
+        return None if session is None else max(0.0, time.time() - session.opened_at)
 
     def fresh_session(self) -> str | None:
         session = self.service.session(self.intake.name)
@@ -127,27 +205,43 @@ class Extender:
             return None
         return session.id
 
-    def handle(self, verb: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    def handle(self, verb: str, body: bytes) -> Answer:
         start = time.monotonic()
+        headers: dict[str, str] = {}
+        code = 500
         try:
-            if verb == "onSessionOpen":
-                self.intake.submit(body, start)
-                return 200, {}
-            if verb == "onSessionClose":
-                return 200, {}
-            if verb == "predicate":
-                return 200, self.predicate(body, Deadline(self.timeout))
-            if verb == "prioritize":
-                return 200, self.prioritize(body, Deadline(self.timeout))
-            return 404, {"status": f"unknown verb {verb!r}", "code": ERROR}
+            code, payload = self._verb(verb, body, headers)
+            return code, payload, headers
         except InputError as exc:
-            return 400, {"status": str(exc), "code": ERROR, "errorMessage": str(exc)}
+            exc = named(exc, body)
+            code = 400
+            return code, {"status": str(exc), "code": ERROR, "errorMessage": str(exc)}, headers
         except DeadlineExceeded as exc:
-            return 503, {"status": str(exc), "code": ERROR, "errorMessage": str(exc)}
+            code = 503
+            return code, {"status": str(exc), "code": ERROR, "errorMessage": str(exc)}, headers
         finally:
-            self.intake.stats.verb_seconds[verb] = time.monotonic() - start
+            age = self.session_age()
+            if age is not None:
+                headers[AGE_HEADER] = f"{age:.3f}"
+            elapsed = time.monotonic() - start
+            self.intake.stats.verb_seconds[verb] = elapsed
+            label = verb if verb in VERBS else "unknown"
+            metrics.EXTENDER_REQUESTS.labels(verb=label, code=str(code)).inc()
+            metrics.EXTENDER_SECONDS.labels(verb=label).observe(elapsed)
 
-    def _check(self, body: bytes, deadline: Deadline, score: bool) -> tuple[Any, list[str]]:
+    def _verb(self, verb: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        if verb == "onSessionOpen":
+            self.intake.submit(body, time.monotonic())
+            return 200, {}
+        if verb == "onSessionClose":
+            return 200, {}
+        if verb == "predicate":
+            return 200, self.predicate(body, Deadline(self.timeout), headers)
+        if verb == "prioritize":
+            return 200, self.prioritize(body, Deadline(self.timeout), headers)
+        return 404, {"status": f"unknown verb {verb!r}", "code": ERROR}
+
+    def _check(self, body: bytes, deadline: Deadline, score: bool, headers: dict[str, str]) -> tuple[Any, list[str]]:
         """Filter/Prioritize through the service: the session when it knows the task and nodes."""
         uid, names = check_names(body)
         sid = self.fresh_session()
@@ -155,20 +249,23 @@ class Extender:
             try:
                 if score:
                     req: Any = service_pb2.PrioritizeRequest(session_id=sid, task_uid=uid, nodes=names)
-                    return self.service.prioritize(req, deadline), names
-                return self.service.filter(
-                    service_pb2.FilterRequest(session_id=sid, task_uid=uid, nodes=names), deadline
-                ), names
+                    resp: Any = self.service.prioritize(req, deadline)
+                else:
+                    freq = service_pb2.FilterRequest(session_id=sid, task_uid=uid, nodes=names)
+                    resp = self.service.filter(freq, deadline)
+                headers[SOURCE_HEADER] = "latest"
+                return resp, names
             except InputError:
                 pass  # the session does not hold this task or node: read the request instead
         snap, uid, names = decode_check(body)
+        headers[SOURCE_HEADER] = "request"
         if score:
             preq = service_pb2.PrioritizeRequest(snapshot=snap, task_uid=uid, nodes=names)
             return self.service.prioritize(preq, deadline), names
         return self.service.filter(service_pb2.FilterRequest(snapshot=snap, task_uid=uid, nodes=names), deadline), names
 
-    def predicate(self, body: bytes, deadline: Deadline) -> dict[str, Any]:
-        resp, names = self._check(body, deadline, score=False)
+    def predicate(self, body: bytes, deadline: Deadline, headers: dict[str, str] | None = None) -> dict[str, Any]:
+        resp, names = self._check(body, deadline, False, {} if headers is None else headers)
         if not names:
             raise InputError("$.node", "missing")
         if names[0] in resp.feasible_nodes:
@@ -178,13 +275,15 @@ class Extender:
                 return {"status": ", ".join(failure.reasons), "code": failure.code or UNSCHEDULABLE}
         return {"status": resp.message or "node(s) didn't fit", "code": UNSCHEDULABLE}
 
-    def prioritize(self, body: bytes, deadline: Deadline) -> dict[str, Any]:
-        resp, names = self._check(body, deadline, score=True)
+    def prioritize(self, body: bytes, deadline: Deadline, headers: dict[str, str] | None = None) -> dict[str, Any]:
+        resp, names = self._check(body, deadline, True, {} if headers is None else headers)
         scores = {n: 0.0 for n in names}
         scores.update({s.node: s.score for s in resp.scores})
         return {"nodeScore": scores, "errorMessage": ""}
 
     def stop(self) -> None:
+        if metrics.SESSION_AGE.source is self._age_source:
+            metrics.track_session_age(None)
         self.intake.stop()
 
 
@@ -196,18 +295,19 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length > self.server.max_body:
             self.rfile.read(length)
-            self._answer(413, {"status": f"body over {self.server.max_body} bytes", "code": ERROR})
+            self._answer(413, {"status": f"body over {self.server.max_body} bytes", "code": ERROR}, {})
             return
         body = self.rfile.read(length)
         verb = self.path.rstrip("/").rsplit("/", 1)[-1]
-        code, payload = self.server.extender.handle(verb, body)
-        self._answer(code, payload)
+        self._answer(*self.server.extender.handle(verb, body))
 
-    def _answer(self, code: int, payload: dict[str, Any]) -> None:
+    def _answer(self, code: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
         out = orjson.dumps(payload)
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(out)))
+        for name, value in headers.items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(out)
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable, Iterator
 
 import structlog
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from sidecar.api.v1alpha1 import plan_pb2
 from sidecar.repack.fragmentation import fragmentation, goal_resources
@@ -50,6 +53,56 @@ PLAN_CANDIDATES = Histogram(
 CANDIDATE_REASONS = Counter(
     "repack_plan_candidate_reasons_total", "Candidate explanations by reason (Emptied, NoReceiver, ...)", ["reason"]
 )
+
+EXTENDER_REQUESTS = Counter(
+    "repack_extender_requests_total", "Volcano extender-plugin HTTP requests answered", ["verb", "code"]
+)
+EXTENDER_SECONDS = Histogram(
+    "repack_extender_duration_seconds",
+    "Extender request handling, from its body read to its answer built",
+    ["verb"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5),
+)
+EXTENDER_SESSIONS = Counter(
+    "repack_extender_sessions_total",
+    "onSessionOpen bodies by fate: published (decoded, now `latest`), dropped (superseded before "
+    "decoding), failed (not decodable; `latest` kept)",
+    ["result"],
+)
+for _result in ("published", "dropped", "failed"):
+    EXTENDER_SESSIONS.labels(result=_result)
+EXTENDER_DECODE_SECONDS = Histogram(
+    "repack_extender_decode_seconds",
+    "Decoding one onSessionOpen body and publishing it as `latest` (off the request path)",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+
+
+class _SessionAge(Collector):
+    """``repack_extender_session_age_seconds``: the age of ``latest`` at scrape time, from the newest
+    extender intake registered; no sample while there is no such session."""
+
+    def __init__(self) -> None:
+        self.source: Callable[[], float | None] | None = None
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "repack_extender_session_age_seconds",
+            "Seconds since the extender's session `latest` was published (absent while there is none)",
+        )
+        age = self.source() if self.source is not None else None
+        if age is not None:
+            family.add_metric([], age)
+        yield family
+
+
+SESSION_AGE = _SessionAge()
+REGISTRY.register(SESSION_AGE)
+
+
+def track_session_age(source: Callable[[], float | None] | None) -> None:
+    """Make ``source`` (seconds, or None) the value of ``repack_extender_session_age_seconds``."""
+    SESSION_AGE.source = source
 
 
 class FragmentationGauge:
@@ -143,4 +196,11 @@ def serve_metrics(port: int, host: str = "0.0.0.0", probes: Probes | None = None
     return start_metrics_server(port, host, probes).port
 
 
-__all__ = ["ProbeServer", "Probes", "PrometheusObserver", "serve_metrics", "start_metrics_server"]
+__all__ = [
+    "ProbeServer",
+    "Probes",
+    "PrometheusObserver",
+    "serve_metrics",
+    "start_metrics_server",
+    "track_session_age",
+]

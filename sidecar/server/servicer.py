@@ -8,6 +8,7 @@ becomes INVALID_ARGUMENT with a sentence, instead of gRPC's generic RESOURCE_EXH
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,8 @@ from sidecar.server.config import ServerConfig
 from sidecar.service import Deadline, DeadlineExceeded, NotFound, RepackService
 
 SERVICE_NAME = "volcano.repack.v1alpha1.Repack"
+#: the extender intake's session (sidecar.server.extender.SESSION) and the trailer carrying its age
+LATEST, AGE_METADATA = "latest", "repack-session-age-seconds"
 log = structlog.get_logger("sidecar.server")
 
 
@@ -50,15 +53,23 @@ def _deserializer(cls: type[Message], max_bytes: int) -> Callable[[bytes], Messa
 Work = Callable[[Any, Deadline], Message]
 
 
-def _rpc(work: Work) -> Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Message]]:
-    """Run the service off the event loop under the caller's deadline; map its errors to status codes."""
+def _rpc(
+    work: Work, service: RepackService | None = None
+) -> Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Message]]:
+    """Run the service off the event loop under the caller's deadline; map its errors to status codes.
+    A request on the extender's session ``latest`` gets its age as trailing metadata."""
 
     async def handle(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Message:
         if isinstance(request, Rejected):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.reason)
         deadline = Deadline(context.time_remaining())
         try:
-            return await asyncio.to_thread(work, request, deadline)
+            response = await asyncio.to_thread(work, request, deadline)
+            latest = service.session(LATEST) if service and getattr(request, "session_id", "") == LATEST else None
+            if latest is not None:
+                age = max(0.0, time.time() - latest.opened_at)
+                context.set_trailing_metadata(((AGE_METADATA, f"{age:.3f}"),))
+            return response
         except InputError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except NotFound as exc:
@@ -84,7 +95,7 @@ def generic_handler(service: RepackService, config: ServerConfig) -> grpc.Generi
     }
     handlers = {
         name: grpc.unary_unary_rpc_method_handler(
-            _rpc(work),
+            _rpc(work, service),
             request_deserializer=_deserializer(req, config.max_message_bytes),
             response_serializer=lambda m: m.SerializeToString(),
         )
