@@ -320,6 +320,10 @@ class _Server(ThreadingHTTPServer):
     extender: Extender
     max_body: int
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-answer is routine: a debug line, not a traceback on stderr."""
+        log.debug("http_request_failed", client=str(client_address), exc_info=True)
+
 
 class ExtenderServer:
     """The HTTP server on its own thread; ``port`` is the bound port."""

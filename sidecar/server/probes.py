@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import structlog
 from grpc_health.v1 import health_pb2
 from prometheus_client import REGISTRY
 from prometheus_client.exposition import choose_encoder
@@ -26,6 +27,7 @@ from prometheus_client.exposition import choose_encoder
 #: how long the liveness probe waits for the event loop (the kubelet's default timeout is 1 s)
 LOOP_TIMEOUT = 0.5
 Check = Callable[[], tuple[bool, str]]
+log = structlog.get_logger("sidecar.server")
 
 
 class Probes:
@@ -114,6 +116,10 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     checks: dict[str, Check]
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-answer is routine: a debug line, not a traceback on stderr."""
+        log.debug("http_request_failed", client=str(client_address), exc_info=True)
 
 
 def serve_http(port: int, host: str, checks: dict[str, Check], name: str = "repack-metrics") -> ProbeServer:

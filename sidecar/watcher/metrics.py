@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import structlog
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
@@ -28,6 +29,8 @@ from sidecar.watcher.observer import WatcherObserver
 from sidecar.watcher.status import TERMINAL, mode_of, phase_of
 
 Check = Callable[[], tuple[bool, str]]
+
+log = structlog.get_logger("sidecar.watcher")
 
 EVICTIONS = Counter("repack_evictions_total", "Evictions that reached a final phase, by result", ["result"])
 NOMINATIONS = Counter("repack_nominations_total", "nominatedNodeName patches, by result", ["result"])
@@ -147,6 +150,10 @@ class MetricsServer:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     checks: dict[str, Check]
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-answer is routine: a debug line, not a traceback on stderr."""
+        log.debug("http_request_failed", client=str(client_address), exc_info=True)
 
 
 class _Handler(BaseHTTPRequestHandler):
