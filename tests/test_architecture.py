@@ -23,7 +23,7 @@ GENERATED = ROOT / "api" / "v1alpha1"
 
 LAYERS: list[set[str]] = [
     {"api"},
-    {"errors", "dispatch", "logs"},
+    {"errors", "dispatch", "logs", "metricsport"},
     {"snapshot"},
     {"mirror"},
     {"repack"},

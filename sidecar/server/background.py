@@ -12,9 +12,10 @@ from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any, TypeVar
 
+from sidecar.metricsport import PortServer
 from sidecar.server.app import RunningServer, start
 from sidecar.server.config import ServerConfig
-from sidecar.server.metrics import Probes, ProbeServer, start_metrics_server
+from sidecar.server.metrics import Probes, start_metrics_server
 
 T = TypeVar("T")
 
@@ -30,7 +31,7 @@ class BackgroundServer:
         self.running: RunningServer = self.call(start(config or ServerConfig(port=0, metrics_port=-1)))
         self.target = f"127.0.0.1:{self.running.port}"
         #: /metrics, /healthz and /readyz as ``serve`` runs them, when the config has a metrics port
-        self.metrics: ProbeServer | None = None
+        self.metrics: PortServer | None = None
         config = self.running.config
         if config.metrics_port >= 0:
             probes = Probes()

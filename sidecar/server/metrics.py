@@ -12,8 +12,9 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from sidecar.api.v1alpha1 import plan_pb2
+from sidecar.metricsport import PortServer
 from sidecar.repack.fragmentation import fragmentation, goal_resources
-from sidecar.server.probes import Probes, ProbeServer, start_probe_server
+from sidecar.server.probes import Probes, start_probe_server
 from sidecar.service.observer import Observer
 from sidecar.snapshot.state import ClusterState
 
@@ -186,7 +187,7 @@ class PrometheusObserver(Observer):
         SESSIONS.set(open_sessions)
 
 
-def start_metrics_server(port: int, host: str = "0.0.0.0", probes: Probes | None = None) -> ProbeServer:
+def start_metrics_server(port: int, host: str = "0.0.0.0", probes: Probes | None = None) -> PortServer:
     """``/metrics`` (also ``/``), ``/healthz`` and ``/readyz`` on a daemon thread (port 0 picks one)."""
     return start_probe_server(port, host, probes or Probes())
 
@@ -197,7 +198,7 @@ def serve_metrics(port: int, host: str = "0.0.0.0", probes: Probes | None = None
 
 
 __all__ = [
-    "ProbeServer",
+    "PortServer",
     "Probes",
     "PrometheusObserver",
     "serve_metrics",

@@ -11,24 +11,19 @@ Requests are not logged (the kubelet probes every few seconds).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import structlog
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
+from sidecar.metricsport import Check, PortServer, serve_port
 from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.journal import EVICTED, Relocation, relocations_of
 from sidecar.watcher.observer import WatcherObserver
 from sidecar.watcher.status import TERMINAL, mode_of, phase_of
-
-Check = Callable[[], tuple[bool, str]]
 
 log = structlog.get_logger("sidecar.watcher")
 
@@ -132,68 +127,7 @@ def health_checks(cache: ClusterCache, controller_healthy: Callable[[], bool]) -
     return {"/healthz": live, "/readyz": ready}
 
 
-@dataclass
-class MetricsServer:
-    httpd: ThreadingHTTPServer
-    thread: threading.Thread
-
-    @property
-    def port(self) -> int:
-        return int(self.httpd.server_address[1])
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    checks: dict[str, Check]
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that went away mid-answer is routine: a debug line, not a traceback on stderr."""
-        log.debug("http_request_failed", client=str(client_address), exc_info=True)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:
-        self._answer(body=True)
-
-    def do_HEAD(self) -> None:
-        self._answer(body=False)
-
-    def _answer(self, body: bool) -> None:
-        path = self.path.split("?", 1)[0]
-        check = self.server.checks.get(path)
-        ctype = "text/plain; charset=utf-8"
-        if check is not None:
-            ok, why = check()
-            status, data = (200 if ok else 503), (why + "\n").encode()
-        elif path in ("/metrics", "/"):
-            encoder, ctype = choose_encoder(self.headers.get("Accept") or "")
-            status, data = 200, encoder(REGISTRY)
-        else:
-            status, data = 404, b"not found: try /metrics, /healthz, /readyz\n"
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if body:
-            self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silent: probes and scrapes every few seconds would flood the log."""
-
-
-def serve(port: int, host: str, cache: ClusterCache, controller_healthy: Callable[[], bool]) -> MetricsServer:
+def serve(port: int, host: str, cache: ClusterCache, controller_healthy: Callable[[], bool]) -> PortServer:
     """Serve the endpoint on a daemon thread (port 0 picks one) with ``cache`` behind the gauges."""
     COLLECTOR.cache = cache
-    httpd = _Server((host, port), _Handler)
-    httpd.checks = health_checks(cache, controller_healthy)
-    thread = threading.Thread(target=httpd.serve_forever, name="watcher-metrics", daemon=True)
-    thread.start()
-    return MetricsServer(httpd, thread)
+    return serve_port(port, host, health_checks(cache, controller_healthy), "watcher-metrics")

@@ -29,7 +29,7 @@ from sidecar.watcher.status import utcnow
 from sidecar.watcher.ttl import TTLReconciler
 
 if TYPE_CHECKING:
-    from sidecar.watcher.metrics import MetricsServer
+    from sidecar.metricsport import PortServer
 
 log = structlog.get_logger("sidecar.watcher")
 
@@ -73,7 +73,7 @@ def _follow(controller: Controller) -> None:
     observe.leading(False)
 
 
-def _serve_metrics(options: WatchOptions, cache: ClusterCache, controller: Controller) -> MetricsServer:
+def _serve_metrics(options: WatchOptions, cache: ClusterCache, controller: Controller) -> PortServer:
     """``--metrics-port``: Prometheus text and the probes; the observer feeds the counters from now on."""
     from sidecar.watcher import metrics  # prometheus_client only when asked for
 
