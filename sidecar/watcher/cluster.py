@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
@@ -20,6 +21,8 @@ from sidecar.watcher import informer as kinds
 from sidecar.watcher.informer import Backoff, Informer, Kind
 
 Obj = dict[str, Any]
+#: run name -> the cluster as a Snapshot (the informer cache's, or a fresh read)
+SnapshotSource = Callable[[str], pb.Snapshot]
 PODGROUPS = ("scheduling.volcano.sh", "v1beta1", "podgroups")
 
 

@@ -7,7 +7,6 @@ and reapplies only this step's fields.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -15,9 +14,8 @@ from google.protobuf import json_format
 from kubernetes import client
 
 from sidecar.api.v1alpha1 import service_pb2, spec_pb2
-from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.snapshot.io import parse_dict
-from sidecar.watcher.cluster import read_cluster
+from sidecar.watcher.cluster import SnapshotSource, read_cluster
 from sidecar.watcher.planner import PLANNER_ERRORS, InProcessPlanner, Planner, from_rpc, planner_error
 from sidecar.watcher.status import (
     COMPONENT,
@@ -38,8 +36,6 @@ from sidecar.watcher.status import (
 )
 
 Obj = dict[str, Any]
-#: run name -> the cluster as a Snapshot (the informer cache's, or a fresh read)
-SnapshotSource = Callable[[str], pb.Snapshot]
 
 __all__ = [
     "COMPONENT",

@@ -33,11 +33,10 @@ from google.protobuf import json_format
 from kubernetes import client
 
 from sidecar.api.v1alpha1 import service_pb2, spec_pb2
-from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
 from sidecar.snapshot.io import parse_dict
 from sidecar.watcher.admission import hold
-from sidecar.watcher.cluster import read_cluster
+from sidecar.watcher.cluster import SnapshotSource, read_cluster
 from sidecar.watcher.eviction import Evictor
 from sidecar.watcher.journal import Result, relocations_from_plan
 from sidecar.watcher.placement import Placer
@@ -61,7 +60,6 @@ from sidecar.watcher.status import (
 )
 
 Obj = dict[str, Any]
-SnapshotSource = Callable[[str], pb.Snapshot]
 RunSource = Callable[[], list[Obj]]
 
 log = structlog.get_logger("sidecar.watcher")

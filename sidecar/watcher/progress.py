@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,6 +19,7 @@ from kubernetes import client
 from sidecar.api.v1alpha1 import service_pb2, spec_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.watcher import observer as observe
+from sidecar.watcher.cluster import SnapshotSource
 from sidecar.watcher.eviction import Evictor, due, read_pod
 from sidecar.watcher.journal import (
     BOUND,
@@ -42,7 +42,6 @@ from sidecar.watcher.status import Clock, Hook, StatusWriter, parse_time, phase_
 
 Obj = dict[str, Any]
 Change = tuple[Relocation, Relocation]
-SnapshotSource = Callable[[str], pb.Snapshot]
 #: how long a pass decides placements before it journals and nominates what it has
 FLUSH_SECONDS = 0.2
 
