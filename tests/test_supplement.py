@@ -1,0 +1,127 @@
+"""Supplement: the watcher's namespaces and PDBs merged into a session pushed by Volcano's extender
+(whose onSessionOpen body carries neither), so Plan on ``latest`` honours PDBs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import grpc
+import orjson
+import pytest
+
+from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc, snapshot_pb2
+from sidecar.client import MIB, RepackClient, client_options
+from sidecar.sandbox.objects import objects_from_snapshot
+from sidecar.scenarios.volcano_session import MASTER, session_dict
+from sidecar.server.background import BackgroundServer
+from sidecar.server.config import ServerConfig
+from sidecar.service import Deadline, RepackService
+from sidecar.service.supplement import merged
+from sidecar.snapshot.io import load_repack_spec, load_snapshot
+from test_extender_http import post
+
+GUIDE = "sidecar/data/guide-ascend.json"
+SPEC = "sidecar/data/guide-ascend-dryrun.yaml"
+TRAINING = {"volcano.sh/job-name": "ascend-batch-training"}
+
+
+def training_pdb(allowed: int) -> snapshot_pb2.PodDisruptionBudget:
+    pdb = snapshot_pb2.PodDisruptionBudget(namespace="repack-demo", name="training", disruptions_allowed=allowed)
+    pdb.selector.match_labels.update(TRAINING)
+    return pdb
+
+
+def moved(status: object) -> set[str]:
+    plan = status.plan  # type: ignore[attr-defined]
+    return {m.pod_group_name for m in plan.moves}
+
+
+def test_merge_keeps_the_sessions_own_values() -> None:
+    snap = snapshot_pb2.Snapshot()
+    snap.namespaces.add(name="a", labels={"team": "mine"})
+    snap.namespaces.add(name="b")
+    snap.pdbs.append(training_pdb(3))
+    extra = snapshot_pb2.Snapshot()
+    extra.namespaces.add(name="a", labels={"team": "theirs"})
+    extra.namespaces.add(name="b", labels={"team": "b"})
+    extra.namespaces.add(name="c", labels={"team": "c"})
+    other = snapshot_pb2.PodDisruptionBudget(namespace="x", name="y")
+    extra.pdbs.extend([training_pdb(0), other])
+    out = merged(snap, extra)
+    assert {n.name: dict(n.labels) for n in out.namespaces} == {
+        "a": {"team": "mine"},
+        "b": {"team": "b"},
+        "c": {"team": "c"},
+    }
+    assert [(p.name, p.disruptions_allowed) for p in out.pdbs] == [("training", 3), ("y", 0)]
+    assert len(snap.namespaces) == 2 and len(snap.pdbs) == 1  # the input is not changed
+    assert merged(snap, snapshot_pb2.Snapshot()) is snap
+
+
+def _plan(service: RepackService) -> service_pb2.PlanResponse:
+    request = service_pb2.PlanRequest(session_id="latest", spec=load_repack_spec(SPEC))
+    return service.plan(request, Deadline(30))
+
+
+def _without_pdbs() -> snapshot_pb2.Snapshot:
+    snap = load_snapshot(GUIDE)
+    del snap.pdbs[:]
+    return snap
+
+
+def test_supplement_republishes_latest_and_the_plan_honours_the_pdb() -> None:
+    service = RepackService()
+    first = service.publish("latest", _without_pdbs(), Deadline(30))
+    before = _plan(service)
+    assert "ascend-batch-training-2f6c840d-8b14-4e45-a4cf-b43c249acbfd" in moved(before.status)
+    answer = service.supplement(service_pb2.SupplementRequest(pdbs=[training_pdb(0)]), Deadline(30))
+    assert (answer.pdb_count, answer.latest_updated) == (1, True)
+    again = service.session("latest")
+    assert again is not None and again.opened_at == first.opened_at and again.state is not first.state
+    after = _plan(service)
+    assert after.status.plan != before.status.plan
+    assert "ascend-batch-training-2f6c840d-8b14-4e45-a4cf-b43c249acbfd" not in moved(after.status)
+    # kept for the next published session too
+    service.publish("latest", _without_pdbs(), Deadline(30))
+    assert _plan(service).status.plan == after.status.plan
+
+
+def test_the_sessions_own_pdb_wins() -> None:
+    service = RepackService()
+    service.supplement(service_pb2.SupplementRequest(pdbs=[training_pdb(0)]), Deadline(30))
+    free = _without_pdbs()
+    free.pdbs.append(training_pdb(5))
+    service.publish("latest", free, Deadline(30))
+    unguarded = RepackService()
+    unguarded.publish("latest", _without_pdbs(), Deadline(30))
+    assert _plan(service).status.plan == _plan(unguarded).status.plan
+
+
+def test_supplement_without_latest_updates_nothing() -> None:
+    answer = RepackService().supplement(
+        service_pb2.SupplementRequest(namespaces=[snapshot_pb2.Namespace(name="a")]), Deadline(5)
+    )
+    assert (answer.namespace_count, answer.pdb_count, answer.latest_updated) == (1, 0, False)
+
+
+@pytest.fixture()
+def sidecar() -> Iterator[BackgroundServer]:
+    with BackgroundServer(ServerConfig(port=0, metrics_port=-1, extender_port=0)) as s:
+        yield s
+
+
+def test_extender_session_then_supplement_over_grpc(sidecar: BackgroundServer) -> None:
+    snap = load_snapshot(GUIDE)
+    session = session_dict(snap, objects_from_snapshot(snap), MASTER)
+    assert post(sidecar, "onSessionOpen", orjson.dumps(session)) == (200, {})
+    assert sidecar.running.extender is not None
+    assert sidecar.running.extender.extender.intake.idle(30)
+    rpc = service_pb2_grpc.RepackStub(grpc.insecure_channel(sidecar.target, options=client_options(64 * MIB)))
+    request = service_pb2.PlanRequest(session_id="latest", spec=load_repack_spec(SPEC))
+    before = rpc.Plan(request, timeout=30)
+    with RepackClient(sidecar.target) as client:
+        answer = client.supplement(service_pb2.SupplementRequest(pdbs=[training_pdb(0)]))
+    assert answer.latest_updated
+    after = rpc.Plan(request, timeout=30)
+    assert after.status.plan != before.status.plan
+    assert "ascend-batch-training-2f6c840d-8b14-4e45-a4cf-b43c249acbfd" not in moved(after.status)
