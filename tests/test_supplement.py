@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import http.client
 from collections.abc import Iterator
 
 import grpc
@@ -18,11 +19,20 @@ from sidecar.server.config import ServerConfig
 from sidecar.service import Deadline, RepackService
 from sidecar.service.supplement import merged
 from sidecar.snapshot.io import load_repack_spec, load_snapshot
-from test_extender_http import post
 
 GUIDE = "sidecar/data/guide-ascend.json"
 SPEC = "sidecar/data/guide-ascend-dryrun.yaml"
 TRAINING = {"volcano.sh/job-name": "ascend-batch-training"}
+
+
+def post(s: BackgroundServer, verb: str, body: bytes) -> tuple[int, dict]:  # type: ignore[type-arg]
+    assert s.running.extender is not None
+    conn = http.client.HTTPConnection("127.0.0.1", s.running.extender.port, timeout=10)
+    conn.request("POST", f"/volcano/{verb}", body, {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    out = orjson.loads(resp.read() or b"{}")
+    conn.close()
+    return resp.status, out
 
 
 def training_pdb(allowed: int) -> snapshot_pb2.PodDisruptionBudget:
