@@ -142,9 +142,7 @@ class RepackService:
         self._observer.sessions_changed(len(self._sessions))
         return session
 
-    def supplement(
-        self, request: service_pb2.SupplementRequest, deadline: Deadline
-    ) -> service_pb2.SupplementResponse:
+    def supplement(self, request: service_pb2.SupplementRequest, deadline: Deadline) -> service_pb2.SupplementResponse:
         """Keep ``request``'s namespaces and PDBs (replacing the last supplement) for sessions
         published from now on, and re-publish ``latest`` merged with them (same id, same age)."""
         supplement = snapshot_pb2.Snapshot(namespaces=request.namespaces, pdbs=request.pdbs)
