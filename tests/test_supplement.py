@@ -4,14 +4,18 @@
 from __future__ import annotations
 
 import http.client
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import grpc
 import orjson
 import pytest
+from kubernetes import client, config
 
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc, snapshot_pb2
 from sidecar.client import MIB, RepackClient, client_options
+from sidecar.sandbox.apiserver import ApiServer
 from sidecar.sandbox.objects import objects_from_snapshot
 from sidecar.scenarios.volcano_session import MASTER, session_dict
 from sidecar.server.background import BackgroundServer
@@ -19,10 +23,14 @@ from sidecar.server.config import ServerConfig
 from sidecar.service import Deadline, RepackService
 from sidecar.service.supplement import merged
 from sidecar.snapshot.io import load_repack_spec, load_snapshot
+from sidecar.watcher.cluster import ClusterCache
+from sidecar.watcher.informer import Backoff
+from sidecar.watcher.supplement import SupplementPusher
 
 GUIDE = "sidecar/data/guide-ascend.json"
 SPEC = "sidecar/data/guide-ascend-dryrun.yaml"
 TRAINING = {"volcano.sh/job-name": "ascend-batch-training"}
+TRAINING_GROUP = "ascend-batch-training-2f6c840d-8b14-4e45-a4cf-b43c249acbfd"
 
 
 def post(s: BackgroundServer, verb: str, body: bytes) -> tuple[int, dict]:  # type: ignore[type-arg]
@@ -83,14 +91,14 @@ def test_supplement_republishes_latest_and_the_plan_honours_the_pdb() -> None:
     service = RepackService()
     first = service.publish("latest", _without_pdbs(), Deadline(30))
     before = _plan(service)
-    assert "ascend-batch-training-2f6c840d-8b14-4e45-a4cf-b43c249acbfd" in moved(before.status)
+    assert TRAINING_GROUP in moved(before.status)
     answer = service.supplement(service_pb2.SupplementRequest(pdbs=[training_pdb(0)]), Deadline(30))
     assert (answer.pdb_count, answer.latest_updated) == (1, True)
     again = service.session("latest")
     assert again is not None and again.opened_at == first.opened_at and again.state is not first.state
     after = _plan(service)
     assert after.status.plan != before.status.plan
-    assert "ascend-batch-training-2f6c840d-8b14-4e45-a4cf-b43c249acbfd" not in moved(after.status)
+    assert TRAINING_GROUP not in moved(after.status)
     # kept for the next published session too
     service.publish("latest", _without_pdbs(), Deadline(30))
     assert _plan(service).status.plan == after.status.plan
@@ -134,4 +142,53 @@ def test_extender_session_then_supplement_over_grpc(sidecar: BackgroundServer) -
     assert answer.latest_updated
     after = rpc.Plan(request, timeout=30)
     assert after.status.plan != before.status.plan
-    assert "ascend-batch-training-2f6c840d-8b14-4e45-a4cf-b43c249acbfd" not in moved(after.status)
+    assert TRAINING_GROUP not in moved(after.status)
+
+
+# -- the watcher pushes it -------------------------------------------------------------------
+
+
+def _wait(condition: Callable[[], bool], timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def test_the_watcher_pushes_a_pdb_created_in_the_sandbox(sidecar: BackgroundServer, tmp_path: Path) -> None:
+    snap = load_snapshot(GUIDE)
+    session = session_dict(snap, objects_from_snapshot(snap), MASTER)
+    assert post(sidecar, "onSessionOpen", orjson.dumps(session)) == (200, {})
+    assert sidecar.running.extender is not None
+    assert sidecar.running.extender.extender.intake.idle(30)
+    spec = load_repack_spec(SPEC)
+    with ApiServer(history=50, bookmark_every=0.2) as api, RepackClient(sidecar.target) as planner:
+        api.load(snap)
+        k8s = config.new_client_from_config(str(api.kubeconfig(tmp_path / "kubeconfig")))
+        cache = ClusterCache(k8s, backoff=Backoff(initial=0.05, cap=0.5)).start()
+        pusher = SupplementPusher(planner, cache, period=0.2).start()
+        try:
+            assert _wait(lambda: pusher.pushed >= 1)
+            before = planner.plan(service_pb2.PlanRequest(session_id="latest", spec=spec))
+            assert TRAINING_GROUP in moved(before.status)
+            pushed = pusher.pushed
+            body = {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "training", "namespace": "repack-demo"},
+                "spec": {"minAvailable": 2, "selector": {"matchLabels": TRAINING}},
+            }
+            client.PolicyV1Api(k8s).create_namespaced_pod_disruption_budget("repack-demo", body)
+            assert _wait(lambda: pusher.pushed > pushed)
+
+            def honoured() -> bool:
+                plan = planner.plan(service_pb2.PlanRequest(session_id="latest", spec=spec))
+                return TRAINING_GROUP not in moved(plan.status)
+
+            assert _wait(honoured)
+        finally:
+            pusher.stop()
+            cache.stop()
+            k8s.close()  # type: ignore[no-untyped-call]
