@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import http.client
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,8 +24,10 @@ from sidecar.server.config import ServerConfig
 from sidecar.service import Deadline, RepackService
 from sidecar.service.supplement import merged
 from sidecar.snapshot.io import load_repack_spec, load_snapshot
+from sidecar.watcher.args import WatchOptions
 from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.informer import Backoff
+from sidecar.watcher.runner import watch
 from sidecar.watcher.supplement import SupplementPusher
 
 GUIDE = "sidecar/data/guide-ascend.json"
@@ -192,3 +195,40 @@ def test_the_watcher_pushes_a_pdb_created_in_the_sandbox(sidecar: BackgroundServ
             pusher.stop()
             cache.stop()
             k8s.close()  # type: ignore[no-untyped-call]
+
+
+def test_watch_with_a_sidecar_pushes_pdbs(sidecar: BackgroundServer, tmp_path: Path) -> None:
+    """``watch`` (the CLI's ``--sidecar`` wiring) starts the pusher; a PDB created later reaches ``latest``."""
+    snap = load_snapshot(GUIDE)
+    session = session_dict(snap, objects_from_snapshot(snap), MASTER)
+    assert post(sidecar, "onSessionOpen", orjson.dumps(session)) == (200, {})
+    assert sidecar.running.extender is not None
+    assert sidecar.running.extender.extender.intake.idle(30)
+    spec = load_repack_spec(SPEC)
+    stop = threading.Event()
+    with ApiServer(history=50, bookmark_every=0.2) as api, RepackClient(sidecar.target) as planner:
+        api.load(snap)
+        kubeconfig = str(api.kubeconfig(tmp_path / "kubeconfig"))
+        options = WatchOptions(kubeconfig=kubeconfig, period=0.2, leader_elect=False)
+        thread = threading.Thread(target=watch, args=(options, planner), kwargs={"stop": stop}, daemon=True)
+        thread.start()
+        k8s = config.new_client_from_config(kubeconfig)
+        try:
+            body = {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "training", "namespace": "repack-demo"},
+                "spec": {"minAvailable": 2, "selector": {"matchLabels": TRAINING}},
+            }
+            client.PolicyV1Api(k8s).create_namespaced_pod_disruption_budget("repack-demo", body)
+
+            def honoured() -> bool:
+                plan = planner.plan(service_pb2.PlanRequest(session_id="latest", spec=spec))
+                return TRAINING_GROUP not in moved(plan.status)
+
+            assert _wait(honoured)
+        finally:
+            stop.set()
+            thread.join(30)
+            k8s.close()  # type: ignore[no-untyped-call]
+        assert not thread.is_alive()
