@@ -92,6 +92,7 @@ def generic_handler(service: RepackService, config: ServerConfig) -> grpc.Generi
         "Prioritize": (service_pb2.PrioritizeRequest, service.prioritize),
         "OpenSession": (service_pb2.OpenSessionRequest, service.open_session),
         "CloseSession": (service_pb2.CloseSessionRequest, service.close_session),
+        "Supplement": (service_pb2.SupplementRequest, service.supplement),
     }
     handlers = {
         name: grpc.unary_unary_rpc_method_handler(

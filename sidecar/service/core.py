@@ -7,7 +7,9 @@ run for seconds; async front doors run them in a worker thread.
 
 from __future__ import annotations
 
+import threading
 import time
+from dataclasses import dataclass
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -25,6 +27,18 @@ from sidecar.service.limits import ServiceLimits
 from sidecar.service.observer import Observer
 from sidecar.service.sessions import Session, SessionCache
 from sidecar.service.sources import CheckRequest, Sources, subject
+from sidecar.service.supplement import merged
+
+#: the extender intake's session, which a supplement re-publishes at once
+LATEST = "latest"
+
+
+@dataclass(frozen=True)
+class _Published:
+    """A published session's snapshot as it came (before any supplement), to merge again."""
+
+    snapshot: snapshot_pb2.Snapshot
+    ttl: float
 
 
 class RepackService:
@@ -41,6 +55,10 @@ class RepackService:
         self._sessions = sessions or SessionCache(limits.max_sessions, limits.session_ttl_seconds)
         self._observer = observer or Observer()
         self._sources = Sources(limits, self._sessions, self._observer)
+        #: publish and supplement, one at a time: a re-publish never overwrites a newer session
+        self._publishing = threading.Lock()
+        self._supplement = snapshot_pb2.Snapshot()
+        self._published: dict[str, _Published] = {}
 
     def evaluate(self, request: service_pb2.EvaluateRequest, deadline: Deadline) -> service_pb2.EvaluateResponse:
         state = self._sources.state(request, deadline)
@@ -113,13 +131,38 @@ class RepackService:
 
     def publish(self, name: str, snapshot: snapshot_pb2.Snapshot, deadline: Deadline, ttl: float = 0.0) -> Session:
         """Decode ``snapshot`` and make it the session called ``name`` (replacing any), for front
-        doors that receive sessions pushed to them (the extender intake publishes ``latest``)."""
+        doors that receive sessions pushed to them (the extender intake publishes ``latest``).
+        Namespaces and PDBs it lacks come from the last supplement (its own win)."""
         if not name:
             raise InputError("session_id", "missing")
-        state = self._sources.decode(snapshot, deadline)
-        session = self._sessions.publish(name, state, ttl)
+        with self._publishing:
+            state = self._sources.decode(merged(snapshot, self._supplement), deadline)
+            session = self._sessions.publish(name, state, ttl)
+            self._published[name] = _Published(snapshot, ttl)
         self._observer.sessions_changed(len(self._sessions))
         return session
+
+    def supplement(self, request: service_pb2.SupplementRequest, deadline: Deadline) -> service_pb2.SupplementResponse:
+        """Keep ``request``'s namespaces and PDBs (replacing the last supplement) for sessions
+        published from now on, and re-publish ``latest`` merged with them (same id, same age)."""
+        supplement = snapshot_pb2.Snapshot(namespaces=request.namespaces, pdbs=request.pdbs)
+        for i, ns in enumerate(supplement.namespaces):
+            if not ns.name:
+                raise InputError(f"namespaces[{i}].name", "missing")
+        updated = False
+        with self._publishing:
+            current, published = self._sessions.get(LATEST), self._published.get(LATEST)
+            if current is not None and published is not None:
+                # decoded before it is kept: a supplement the decoder rejects changes nothing
+                state = self._sources.decode(merged(published.snapshot, supplement), deadline)
+                self._sessions.publish(LATEST, state, published.ttl, opened_at=current.opened_at)
+                updated = True
+            else:
+                self._published.pop(LATEST, None)
+            self._supplement = supplement
+        return service_pb2.SupplementResponse(
+            namespace_count=len(supplement.namespaces), pdb_count=len(supplement.pdbs), latest_updated=updated
+        )
 
     def session(self, name: str) -> Session | None:
         """The open session called ``name`` (with its ``opened_at``), or None."""

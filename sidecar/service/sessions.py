@@ -53,10 +53,13 @@ class SessionCache:
                 self._items.popitem(last=False)
         return session
 
-    def publish(self, name: str, state: ClusterState, ttl: float | None = None) -> Session:
-        """Replace (atomically) the session called ``name``: readers get the old one or the new one."""
+    def publish(
+        self, name: str, state: ClusterState, ttl: float | None = None, *, opened_at: float | None = None
+    ) -> Session:
+        """Replace (atomically) the session called ``name``: readers get the old one or the new one.
+        ``opened_at`` (default now) keeps a re-published session's age and expiry."""
         ttl = self._ttl if not ttl or ttl <= 0 else ttl
-        now = self._clock()
+        now = self._clock() if opened_at is None else opened_at
         session = Session(name, state, now + ttl, opened_at=now)
         with self._lock:
             self._expire()

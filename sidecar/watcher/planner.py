@@ -21,7 +21,7 @@ PLANNER_ERRORS: tuple[type[Exception], ...] = (InputError, grpc.RpcError, Deadli
 
 
 class Planner(Protocol):
-    """Plan, Evaluate, Filter and Prioritize on contract messages (``RepackService``'s signatures
+    """Plan, Evaluate, Filter, Prioritize and Supplement on contract messages (``RepackService``'s signatures
     without the deadline: each implementation brings its own)."""
 
     def plan(self, request: service_pb2.PlanRequest) -> service_pb2.PlanResponse: ...
@@ -31,6 +31,8 @@ class Planner(Protocol):
     def filter(self, request: service_pb2.FilterRequest) -> service_pb2.FilterResponse: ...
 
     def prioritize(self, request: service_pb2.PrioritizeRequest) -> service_pb2.PrioritizeResponse: ...
+
+    def supplement(self, request: service_pb2.SupplementRequest) -> service_pb2.SupplementResponse: ...
 
 
 class InProcessPlanner:
@@ -51,6 +53,9 @@ class InProcessPlanner:
 
     def prioritize(self, request: service_pb2.PrioritizeRequest) -> service_pb2.PrioritizeResponse:
         return self._service.prioritize(request, Deadline(self._timeout))
+
+    def supplement(self, request: service_pb2.SupplementRequest) -> service_pb2.SupplementResponse:
+        return self._service.supplement(request, Deadline(self._timeout))
 
 
 def from_rpc(exc: grpc.RpcError) -> InputError | None:

@@ -26,6 +26,7 @@ from sidecar.watcher.execute import ExecuteReconciler
 from sidecar.watcher.lease import LeaderElector, LeaseConfig
 from sidecar.watcher.progress import ExecuteOptions
 from sidecar.watcher.status import utcnow
+from sidecar.watcher.supplement import SupplementPusher
 from sidecar.watcher.ttl import TTLReconciler
 
 if TYPE_CHECKING:
@@ -86,7 +87,8 @@ def _serve_metrics(options: WatchOptions, cache: ClusterCache, controller: Contr
 
 def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Event | None = None) -> int:
     """One pass (``options.once``) or the controller until SIGTERM/SIGINT (or ``stop``); exit code 0.
-    ``planner`` None plans in process (the CLI passes the gRPC client: the watcher may not import it)."""
+    ``planner`` None plans in process (the CLI passes the gRPC client: the watcher may not import it);
+    with a planner, the informers' namespaces and PDBs are also pushed to it (``SupplementPusher``)."""
     api = connect(options.kubeconfig)
     stop = stop or threading.Event()
     cache = ClusterCache(api, resync=options.resync)
@@ -94,6 +96,8 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
         api, reconcilers(api, planner or InProcessPlanner(), cache, options), cache=cache, period=options.period
     )
     server = None
+    # through a sidecar: push it the namespace labels and PDBs Volcano's session lacks
+    pusher = SupplementPusher(planner, cache, period=options.period) if planner is not None else None
     previous = observe.current()
     try:
         if options.once:
@@ -109,6 +113,8 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
         )
         with _stop_on_signals(stop):
             cache.start()
+            if pusher is not None:
+                pusher.start()
             if options.metrics_port >= 0:
                 server = _serve_metrics(options, cache, controller)
             elector = None
@@ -134,6 +140,8 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
                 _follow(controller)
         return 0
     finally:
+        if pusher is not None:
+            pusher.stop()
         if server is not None:
             server.close()
             observe.install(previous)

@@ -160,3 +160,21 @@ class CloseSessionResponse(_message.Message):
     CLOSED_FIELD_NUMBER: _ClassVar[int]
     closed: bool
     def __init__(self, closed: _Optional[bool] = ...) -> None: ...
+
+class SupplementRequest(_message.Message):
+    __slots__ = ("namespaces", "pdbs")
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    PDBS_FIELD_NUMBER: _ClassVar[int]
+    namespaces: _containers.RepeatedCompositeFieldContainer[_snapshot_pb2.Namespace]
+    pdbs: _containers.RepeatedCompositeFieldContainer[_snapshot_pb2.PodDisruptionBudget]
+    def __init__(self, namespaces: _Optional[_Iterable[_Union[_snapshot_pb2.Namespace, _Mapping]]] = ..., pdbs: _Optional[_Iterable[_Union[_snapshot_pb2.PodDisruptionBudget, _Mapping]]] = ...) -> None: ...
+
+class SupplementResponse(_message.Message):
+    __slots__ = ("namespace_count", "pdb_count", "latest_updated")
+    NAMESPACE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    PDB_COUNT_FIELD_NUMBER: _ClassVar[int]
+    LATEST_UPDATED_FIELD_NUMBER: _ClassVar[int]
+    namespace_count: int
+    pdb_count: int
+    latest_updated: bool
+    def __init__(self, namespace_count: _Optional[int] = ..., pdb_count: _Optional[int] = ..., latest_updated: _Optional[bool] = ...) -> None: ...

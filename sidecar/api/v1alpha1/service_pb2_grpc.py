@@ -64,6 +64,11 @@ class RepackStub:
                 request_serializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CloseSessionRequest.SerializeToString,
                 response_deserializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CloseSessionResponse.FromString,
                 _registered_method=True)
+        self.Supplement = channel.unary_unary(
+                '/volcano.repack.v1alpha1.Repack/Supplement',
+                request_serializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.SupplementRequest.SerializeToString,
+                response_deserializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.SupplementResponse.FromString,
+                _registered_method=True)
 
 
 class RepackServicer:
@@ -109,6 +114,15 @@ class RepackServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Supplement(self, request, context):
+        """What a pushed session (the extender's `latest`: Volcano's onSessionOpen) does not carry:
+        namespace labels and PodDisruptionBudgets, sent by the watcher from its informers. Kept and
+        merged into every later published session; `latest` is re-published merged at once.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RepackServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -141,6 +155,11 @@ def add_RepackServicer_to_server(servicer, server):
                     servicer.CloseSession,
                     request_deserializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CloseSessionRequest.FromString,
                     response_serializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CloseSessionResponse.SerializeToString,
+            ),
+            'Supplement': grpc.unary_unary_rpc_method_handler(
+                    servicer.Supplement,
+                    request_deserializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.SupplementRequest.FromString,
+                    response_serializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.SupplementResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -305,6 +324,33 @@ class Repack:
             '/volcano.repack.v1alpha1.Repack/CloseSession',
             volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CloseSessionRequest.SerializeToString,
             volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CloseSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Supplement(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/volcano.repack.v1alpha1.Repack/Supplement',
+            volcano_dot_repack_dot_v1alpha1_dot_service__pb2.SupplementRequest.SerializeToString,
+            volcano_dot_repack_dot_v1alpha1_dot_service__pb2.SupplementResponse.FromString,
             options,
             channel_credentials,
             insecure,

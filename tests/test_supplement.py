@@ -1,0 +1,234 @@
+"""Supplement: the watcher's namespaces and PDBs merged into a session pushed by Volcano's extender
+(whose onSessionOpen body carries neither), so Plan on ``latest`` honours PDBs."""
+
+from __future__ import annotations
+
+import http.client
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import grpc
+import orjson
+import pytest
+from kubernetes import client, config
+
+from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc, snapshot_pb2
+from sidecar.client import MIB, RepackClient, client_options
+from sidecar.sandbox.apiserver import ApiServer
+from sidecar.sandbox.objects import objects_from_snapshot
+from sidecar.scenarios.volcano_session import MASTER, session_dict
+from sidecar.server.background import BackgroundServer
+from sidecar.server.config import ServerConfig
+from sidecar.service import Deadline, RepackService
+from sidecar.service.supplement import merged
+from sidecar.snapshot.io import load_repack_spec, load_snapshot
+from sidecar.watcher.args import WatchOptions
+from sidecar.watcher.cluster import ClusterCache
+from sidecar.watcher.informer import Backoff
+from sidecar.watcher.runner import watch
+from sidecar.watcher.supplement import SupplementPusher
+
+GUIDE = "sidecar/data/guide-ascend.json"
+SPEC = "sidecar/data/guide-ascend-dryrun.yaml"
+TRAINING = {"volcano.sh/job-name": "ascend-batch-training"}
+TRAINING_GROUP = "ascend-batch-training-2f6c840d-8b14-4e45-a4cf-b43c249acbfd"
+
+
+def post(s: BackgroundServer, verb: str, body: bytes) -> tuple[int, dict]:  # type: ignore[type-arg]
+    assert s.running.extender is not None
+    conn = http.client.HTTPConnection("127.0.0.1", s.running.extender.port, timeout=10)
+    conn.request("POST", f"/volcano/{verb}", body, {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    out = orjson.loads(resp.read() or b"{}")
+    conn.close()
+    return resp.status, out
+
+
+def training_pdb(allowed: int) -> snapshot_pb2.PodDisruptionBudget:
+    pdb = snapshot_pb2.PodDisruptionBudget(namespace="repack-demo", name="training", disruptions_allowed=allowed)
+    pdb.selector.match_labels.update(TRAINING)
+    return pdb
+
+
+def moved(status: object) -> set[str]:
+    plan = status.plan  # type: ignore[attr-defined]
+    return {m.pod_group_name for m in plan.moves}
+
+
+def test_merge_keeps_the_sessions_own_values() -> None:
+    snap = snapshot_pb2.Snapshot()
+    snap.namespaces.add(name="a", labels={"team": "mine"})
+    snap.namespaces.add(name="b")
+    snap.pdbs.append(training_pdb(3))
+    extra = snapshot_pb2.Snapshot()
+    extra.namespaces.add(name="a", labels={"team": "theirs"})
+    extra.namespaces.add(name="b", labels={"team": "b"})
+    extra.namespaces.add(name="c", labels={"team": "c"})
+    other = snapshot_pb2.PodDisruptionBudget(namespace="x", name="y")
+    extra.pdbs.extend([training_pdb(0), other])
+    out = merged(snap, extra)
+    assert {n.name: dict(n.labels) for n in out.namespaces} == {
+        "a": {"team": "mine"},
+        "b": {"team": "b"},
+        "c": {"team": "c"},
+    }
+    assert [(p.name, p.disruptions_allowed) for p in out.pdbs] == [("training", 3), ("y", 0)]
+    assert len(snap.namespaces) == 2 and len(snap.pdbs) == 1  # the input is not changed
+    assert merged(snap, snapshot_pb2.Snapshot()) is snap
+
+
+def _plan(service: RepackService) -> service_pb2.PlanResponse:
+    request = service_pb2.PlanRequest(session_id="latest", spec=load_repack_spec(SPEC))
+    return service.plan(request, Deadline(30))
+
+
+def _without_pdbs() -> snapshot_pb2.Snapshot:
+    snap = load_snapshot(GUIDE)
+    del snap.pdbs[:]
+    return snap
+
+
+def test_supplement_republishes_latest_and_the_plan_honours_the_pdb() -> None:
+    service = RepackService()
+    first = service.publish("latest", _without_pdbs(), Deadline(30))
+    before = _plan(service)
+    assert TRAINING_GROUP in moved(before.status)
+    answer = service.supplement(service_pb2.SupplementRequest(pdbs=[training_pdb(0)]), Deadline(30))
+    assert (answer.pdb_count, answer.latest_updated) == (1, True)
+    again = service.session("latest")
+    assert again is not None and again.opened_at == first.opened_at and again.state is not first.state
+    after = _plan(service)
+    assert after.status.plan != before.status.plan
+    assert TRAINING_GROUP not in moved(after.status)
+    # kept for the next published session too
+    service.publish("latest", _without_pdbs(), Deadline(30))
+    assert _plan(service).status.plan == after.status.plan
+
+
+def test_the_sessions_own_pdb_wins() -> None:
+    service = RepackService()
+    service.supplement(service_pb2.SupplementRequest(pdbs=[training_pdb(0)]), Deadline(30))
+    free = _without_pdbs()
+    free.pdbs.append(training_pdb(5))
+    service.publish("latest", free, Deadline(30))
+    unguarded = RepackService()
+    unguarded.publish("latest", _without_pdbs(), Deadline(30))
+    assert _plan(service).status.plan == _plan(unguarded).status.plan
+
+
+def test_supplement_without_latest_updates_nothing() -> None:
+    answer = RepackService().supplement(
+        service_pb2.SupplementRequest(namespaces=[snapshot_pb2.Namespace(name="a")]), Deadline(5)
+    )
+    assert (answer.namespace_count, answer.pdb_count, answer.latest_updated) == (1, 0, False)
+
+
+@pytest.fixture()
+def sidecar() -> Iterator[BackgroundServer]:
+    with BackgroundServer(ServerConfig(port=0, metrics_port=-1, extender_port=0)) as s:
+        yield s
+
+
+def test_extender_session_then_supplement_over_grpc(sidecar: BackgroundServer) -> None:
+    snap = load_snapshot(GUIDE)
+    session = session_dict(snap, objects_from_snapshot(snap), MASTER)
+    assert post(sidecar, "onSessionOpen", orjson.dumps(session)) == (200, {})
+    assert sidecar.running.extender is not None
+    assert sidecar.running.extender.extender.intake.idle(30)
+    rpc = service_pb2_grpc.RepackStub(grpc.insecure_channel(sidecar.target, options=client_options(64 * MIB)))
+    request = service_pb2.PlanRequest(session_id="latest", spec=load_repack_spec(SPEC))
+    before = rpc.Plan(request, timeout=30)
+    with RepackClient(sidecar.target) as client:
+        answer = client.supplement(service_pb2.SupplementRequest(pdbs=[training_pdb(0)]))
+    assert answer.latest_updated
+    after = rpc.Plan(request, timeout=30)
+    assert after.status.plan != before.status.plan
+    assert TRAINING_GROUP not in moved(after.status)
+
+
+# -- the watcher pushes it -------------------------------------------------------------------
+
+
+def _wait(condition: Callable[[], bool], timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def test_the_watcher_pushes_a_pdb_created_in_the_sandbox(sidecar: BackgroundServer, tmp_path: Path) -> None:
+    snap = load_snapshot(GUIDE)
+    session = session_dict(snap, objects_from_snapshot(snap), MASTER)
+    assert post(sidecar, "onSessionOpen", orjson.dumps(session)) == (200, {})
+    assert sidecar.running.extender is not None
+    assert sidecar.running.extender.extender.intake.idle(30)
+    spec = load_repack_spec(SPEC)
+    with ApiServer(history=50, bookmark_every=0.2) as api, RepackClient(sidecar.target) as planner:
+        api.load(snap)
+        k8s = config.new_client_from_config(str(api.kubeconfig(tmp_path / "kubeconfig")))
+        cache = ClusterCache(k8s, backoff=Backoff(initial=0.05, cap=0.5)).start()
+        pusher = SupplementPusher(planner, cache, period=0.2).start()
+        try:
+            assert _wait(lambda: pusher.pushed >= 1)
+            before = planner.plan(service_pb2.PlanRequest(session_id="latest", spec=spec))
+            assert TRAINING_GROUP in moved(before.status)
+            pushed = pusher.pushed
+            body = {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "training", "namespace": "repack-demo"},
+                "spec": {"minAvailable": 2, "selector": {"matchLabels": TRAINING}},
+            }
+            client.PolicyV1Api(k8s).create_namespaced_pod_disruption_budget("repack-demo", body)
+            assert _wait(lambda: pusher.pushed > pushed)
+
+            def honoured() -> bool:
+                plan = planner.plan(service_pb2.PlanRequest(session_id="latest", spec=spec))
+                return TRAINING_GROUP not in moved(plan.status)
+
+            assert _wait(honoured)
+        finally:
+            pusher.stop()
+            cache.stop()
+            k8s.close()  # type: ignore[no-untyped-call]
+
+
+def test_watch_with_a_sidecar_pushes_pdbs(sidecar: BackgroundServer, tmp_path: Path) -> None:
+    """``watch`` (the CLI's ``--sidecar`` wiring) starts the pusher; a PDB created later reaches ``latest``."""
+    snap = load_snapshot(GUIDE)
+    session = session_dict(snap, objects_from_snapshot(snap), MASTER)
+    assert post(sidecar, "onSessionOpen", orjson.dumps(session)) == (200, {})
+    assert sidecar.running.extender is not None
+    assert sidecar.running.extender.extender.intake.idle(30)
+    spec = load_repack_spec(SPEC)
+    stop = threading.Event()
+    with ApiServer(history=50, bookmark_every=0.2) as api, RepackClient(sidecar.target) as planner:
+        api.load(snap)
+        kubeconfig = str(api.kubeconfig(tmp_path / "kubeconfig"))
+        options = WatchOptions(kubeconfig=kubeconfig, period=0.2, leader_elect=False)
+        thread = threading.Thread(target=watch, args=(options, planner), kwargs={"stop": stop}, daemon=True)
+        thread.start()
+        k8s = config.new_client_from_config(kubeconfig)
+        try:
+            body = {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "training", "namespace": "repack-demo"},
+                "spec": {"minAvailable": 2, "selector": {"matchLabels": TRAINING}},
+            }
+            client.PolicyV1Api(k8s).create_namespaced_pod_disruption_budget("repack-demo", body)
+
+            def honoured() -> bool:
+                plan = planner.plan(service_pb2.PlanRequest(session_id="latest", spec=spec))
+                return TRAINING_GROUP not in moved(plan.status)
+
+            assert _wait(honoured)
+        finally:
+            stop.set()
+            thread.join(30)
+            k8s.close()  # type: ignore[no-untyped-call]
+        assert not thread.is_alive()
