@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from sidecar.watcher.execute import ExecuteReconciler
+from sidecar.watcher.execute import ExecuteOptions, ExecuteReconciler
 from sidecar.watcher.placement import PLACEMENT_GATE
 from sidecar.watcher.planner import InProcessPlanner
 from tests.execute_fixtures import NPU, NS, Sandbox, execute_run, sandbox
@@ -36,6 +36,11 @@ SCENARIOS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
 }
 
 
+#: the step sequence must not depend on the machine's speed: placements of a pass are journaled in
+#: one batch (flushing by elapsed time would insert steps when the machine is slow)
+STEPWISE = ExecuteOptions(flush_seconds=float("inf"))
+
+
 class Crash(Exception):
     """The watcher process dying right after a step."""
 
@@ -44,7 +49,9 @@ def happy_path(path: Path, spec: dict[str, Any], gates: tuple[str, ...]) -> list
     labels: list[str] = []
     with sandbox(path, gates=gates) as box:
         box.create_run(execute_run(NAME, **spec))
-        assert box.drive(ExecuteReconciler(box.api, PLANNER, crash=labels.append), NAME) == "Succeeded"
+        assert (
+            box.drive(ExecuteReconciler(box.api, PLANNER, options=STEPWISE, crash=labels.append), NAME) == "Succeeded"
+        )
     return labels
 
 
@@ -90,8 +97,8 @@ def crash_at_every_step(tmp_path: Path, spec: dict[str, Any], gates: tuple[str, 
                     raise Crash(step)
 
             with pytest.raises(Crash):
-                box.drive(ExecuteReconciler(box.api, PLANNER, crash=hook), NAME)
+                box.drive(ExecuteReconciler(box.api, PLANNER, options=STEPWISE, crash=hook), NAME)
             assert seen == happy[: k + 1], where
             if box.run(NAME)["status"].get("phase") != "Succeeded":
-                assert box.drive(ExecuteReconciler(box.api, PLANNER), NAME) == "Succeeded", where
+                assert box.drive(ExecuteReconciler(box.api, PLANNER, options=STEPWISE), NAME) == "Succeeded", where
             check_finished(box, where)

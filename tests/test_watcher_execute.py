@@ -375,6 +375,22 @@ def test_a_rebuilt_pod_the_cache_has_not_seen_yet_keeps_its_gate_until_a_later_p
         assert box.drive(rec, NAME) == "Succeeded"
 
 
+def test_placements_flushed_one_by_one_journal_each_before_its_nomination(tmp_path: Path) -> None:
+    """``flush_seconds`` 0: every decision with a nomination is journaled and acted on at once (a
+    slow pass nominates its first pods early); each nomination still follows its own journal write."""
+    labels: list[str] = []
+    with sandbox(tmp_path, gates=(PLACEMENT_GATE,)) as box:
+        box.create_run(execute_run(NAME))
+        rec = ExecuteReconciler(
+            box.api, InProcessPlanner(), options=ExecuteOptions(flush_seconds=0), crash=labels.append
+        )
+        assert box.drive(rec, NAME) == "Succeeded"
+    steps = [x for x in labels if x.startswith(("status:placements", "nominate:"))]
+    assert steps[:4] == [  # (later passes journal the bindings)
+        "status:placements", f"nominate:{NS}/{WORKER0}", "status:placements", f"nominate:{NS}/{WORKER1}",
+    ]  # fmt: skip
+
+
 def test_a_victim_that_finished_by_itself_is_not_evicted_and_not_waited_for(tmp_path: Path) -> None:
     def finish(label: str) -> None:
         if label == "status:journal":

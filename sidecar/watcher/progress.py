@@ -42,8 +42,6 @@ from sidecar.watcher.status import Clock, Hook, StatusWriter, parse_time, phase_
 
 Obj = dict[str, Any]
 Change = tuple[Relocation, Relocation]
-#: how long a pass decides placements before it journals and nominates what it has
-FLUSH_SECONDS = 0.2
 
 
 @dataclass
@@ -65,6 +63,8 @@ class ExecuteOptions:
     eviction_timeout: float = 300.0
     execution_timeout: float = 900.0
     grace: int | None = None
+    #: how long a pass decides placements before it journals and nominates what it has
+    flush_seconds: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ class Pass:
 
     def _placements(self) -> bool:
         """Decide every placement, journaling and acting in batches: a batch is flushed once its
-        decisions took ``FLUSH_SECONDS`` (each selection is a Filter over the whole cluster), so the
+        decisions took ``options.flush_seconds`` (each selection is a Filter over the whole cluster), so the
         first nominations reach their pods before the scheduler's next cycle, not after the last."""
         batch = _Batch()
         started = time.monotonic()
@@ -183,7 +183,7 @@ class Pass:
                 batch.nominations.append((new, pod, node))
             elif pod is not None:
                 batch.ungates.append(pod)
-            if batch.nominations and time.monotonic() - started >= FLUSH_SECONDS:
+            if batch.nominations and time.monotonic() - started >= self.t.options.flush_seconds:
                 if not self._flush(batch):
                     return False
                 batch, started = _Batch(), time.monotonic()
