@@ -3,7 +3,6 @@ extender plugin pushes them, then Plan/Filter/Prioritize on session "latest"."""
 
 from __future__ import annotations
 
-import http.client
 import threading
 from collections.abc import Iterator
 
@@ -13,13 +12,13 @@ import pytest
 
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
 from sidecar.client import MIB, client_options
-from sidecar.sandbox.objects import objects_from_snapshot
-from sidecar.scenarios.volcano_session import MASTER, check_bodies, session_dict
+from sidecar.scenarios.volcano_session import check_bodies
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import ServerConfig
 from sidecar.server.extender import SessionIntake
 from sidecar.snapshot import taskstatus as ts
 from sidecar.snapshot.io import load_repack_spec, load_snapshot
+from tests.extender_fixtures import open_guide_session, post
 
 GUIDE = "sidecar/data/guide-ascend.json"
 
@@ -30,27 +29,13 @@ def sidecar() -> Iterator[BackgroundServer]:
         yield s
 
 
-def post(s: BackgroundServer, verb: str, body: bytes) -> tuple[int, dict]:  # type: ignore[type-arg]
-    assert s.running.extender is not None
-    conn = http.client.HTTPConnection("127.0.0.1", s.running.extender.port, timeout=10)
-    conn.request("POST", f"/volcano/{verb}", body, {"Content-Type": "application/json"})
-    resp = conn.getresponse()
-    out = orjson.loads(resp.read() or b"{}")
-    conn.close()
-    return resp.status, out
-
-
 def stub(s: BackgroundServer) -> service_pb2_grpc.RepackStub:
     return service_pb2_grpc.RepackStub(grpc.insecure_channel(s.target, options=client_options(64 * MIB)))
 
 
 @pytest.fixture(scope="module")
 def pushed(sidecar: BackgroundServer) -> dict:  # type: ignore[type-arg]
-    snap = load_snapshot(GUIDE)
-    session = session_dict(snap, objects_from_snapshot(snap), MASTER)
-    assert post(sidecar, "onSessionOpen", orjson.dumps(session)) == (200, {})
-    assert sidecar.running.extender is not None
-    assert sidecar.running.extender.extender.intake.idle(30)
+    session = open_guide_session(sidecar)
     assert post(sidecar, "onSessionClose", b"{}") == (200, {})
     return session
 

@@ -3,22 +3,18 @@
 
 from __future__ import annotations
 
-import http.client
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
-import orjson
 import pytest
 from kubernetes import client, config
 
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc, snapshot_pb2
 from sidecar.client import MIB, RepackClient, client_options
 from sidecar.sandbox.apiserver import ApiServer
-from sidecar.sandbox.objects import objects_from_snapshot
-from sidecar.scenarios.volcano_session import MASTER, session_dict
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import ServerConfig
 from sidecar.service import Deadline, RepackService
@@ -29,21 +25,12 @@ from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.informer import Backoff
 from sidecar.watcher.runner import watch
 from sidecar.watcher.supplement import SupplementPusher
+from tests.extender_fixtures import open_guide_session
 
 GUIDE = "sidecar/data/guide-ascend.json"
 SPEC = "sidecar/data/guide-ascend-dryrun.yaml"
 TRAINING = {"volcano.sh/job-name": "ascend-batch-training"}
 TRAINING_GROUP = "ascend-batch-training-2f6c840d-8b14-4e45-a4cf-b43c249acbfd"
-
-
-def post(s: BackgroundServer, verb: str, body: bytes) -> tuple[int, dict]:  # type: ignore[type-arg]
-    assert s.running.extender is not None
-    conn = http.client.HTTPConnection("127.0.0.1", s.running.extender.port, timeout=10)
-    conn.request("POST", f"/volcano/{verb}", body, {"Content-Type": "application/json"})
-    resp = conn.getresponse()
-    out = orjson.loads(resp.read() or b"{}")
-    conn.close()
-    return resp.status, out
 
 
 def training_pdb(allowed: int) -> snapshot_pb2.PodDisruptionBudget:
@@ -132,11 +119,7 @@ def sidecar() -> Iterator[BackgroundServer]:
 
 
 def test_extender_session_then_supplement_over_grpc(sidecar: BackgroundServer) -> None:
-    snap = load_snapshot(GUIDE)
-    session = session_dict(snap, objects_from_snapshot(snap), MASTER)
-    assert post(sidecar, "onSessionOpen", orjson.dumps(session)) == (200, {})
-    assert sidecar.running.extender is not None
-    assert sidecar.running.extender.extender.intake.idle(30)
+    open_guide_session(sidecar)
     rpc = service_pb2_grpc.RepackStub(grpc.insecure_channel(sidecar.target, options=client_options(64 * MIB)))
     request = service_pb2.PlanRequest(session_id="latest", spec=load_repack_spec(SPEC))
     before = rpc.Plan(request, timeout=30)
@@ -161,14 +144,10 @@ def _wait(condition: Callable[[], bool], timeout: float = 15.0) -> bool:
 
 
 def test_the_watcher_pushes_a_pdb_created_in_the_sandbox(sidecar: BackgroundServer, tmp_path: Path) -> None:
-    snap = load_snapshot(GUIDE)
-    session = session_dict(snap, objects_from_snapshot(snap), MASTER)
-    assert post(sidecar, "onSessionOpen", orjson.dumps(session)) == (200, {})
-    assert sidecar.running.extender is not None
-    assert sidecar.running.extender.extender.intake.idle(30)
+    open_guide_session(sidecar)
     spec = load_repack_spec(SPEC)
     with ApiServer(history=50, bookmark_every=0.2) as api, RepackClient(sidecar.target) as planner:
-        api.load(snap)
+        api.load(load_snapshot(GUIDE))
         k8s = config.new_client_from_config(str(api.kubeconfig(tmp_path / "kubeconfig")))
         cache = ClusterCache(k8s, backoff=Backoff(initial=0.05, cap=0.5)).start()
         pusher = SupplementPusher(planner, cache, period=0.2).start()
@@ -199,15 +178,11 @@ def test_the_watcher_pushes_a_pdb_created_in_the_sandbox(sidecar: BackgroundServ
 
 def test_watch_with_a_sidecar_pushes_pdbs(sidecar: BackgroundServer, tmp_path: Path) -> None:
     """``watch`` (the CLI's ``--sidecar`` wiring) starts the pusher; a PDB created later reaches ``latest``."""
-    snap = load_snapshot(GUIDE)
-    session = session_dict(snap, objects_from_snapshot(snap), MASTER)
-    assert post(sidecar, "onSessionOpen", orjson.dumps(session)) == (200, {})
-    assert sidecar.running.extender is not None
-    assert sidecar.running.extender.extender.intake.idle(30)
+    open_guide_session(sidecar)
     spec = load_repack_spec(SPEC)
     stop = threading.Event()
     with ApiServer(history=50, bookmark_every=0.2) as api, RepackClient(sidecar.target) as planner:
-        api.load(snap)
+        api.load(load_snapshot(GUIDE))
         kubeconfig = str(api.kubeconfig(tmp_path / "kubeconfig"))
         options = WatchOptions(kubeconfig=kubeconfig, period=0.2, leader_elect=False)
         thread = threading.Thread(target=watch, args=(options, planner), kwargs={"stop": stop}, daemon=True)

@@ -290,13 +290,8 @@ def snapshot_from_session(body: bytes, name: str = "volcano-session") -> pb.Snap
 def decode_check(body: bytes) -> tuple[pb.Snapshot, str, list[str]]:
     """A predicate/prioritize body as (a snapshot of the request's nodes and task, the task's
     uid, the node names): enough to answer when no fresh session holds the task."""
-    try:
-        check = _CHECK.decode(body)
-    except msgspec.MsgspecError as exc:
-        raise _input_error(exc) from None
-    if check.task is None:
-        raise InputError("$.task", "missing")
-    infos = [check.node] if check.node is not None else list(check.nodes or [])
+    check, infos = _check_body(_CHECK, body)
+    assert check.task is not None
     names = [i.Name or (i.Node.metadata.name if i.Node else "") for i in infos]
     session = _Session(Nodes={n: i for n, i in zip(names, infos, strict=True)})
     snap = _decode_session(session, "extender-check")
@@ -312,14 +307,20 @@ def decode_check(body: bytes) -> tuple[pb.Snapshot, str, list[str]]:
 
 def check_names(body: bytes) -> tuple[str, list[str]]:
     """Only the task's uid and the node names of a predicate/prioritize body (the fresh-session path)."""
+    check, infos = _check_body(_NAMES, body)
+    assert check.task is not None
+    return check.task.UID, [i.Name for i in infos]
+
+
+def _check_body(decoder: Any, body: bytes) -> tuple[Any, list[Any]]:
+    """A predicate (``node``) or prioritize (``nodes``) body decoded: the body and its node infos."""
     try:
-        check = _NAMES.decode(body)
+        check = decoder.decode(body)
     except msgspec.MsgspecError as exc:
         raise _input_error(exc) from None
     if check.task is None:
         raise InputError("$.task", "missing")
-    infos = [check.node] if check.node is not None else list(check.nodes or [])
-    return check.task.UID, [i.Name for i in infos]
+    return check, [check.node] if check.node is not None else list(check.nodes or [])
 
 
 class _NameOnly(msgspec.Struct):
