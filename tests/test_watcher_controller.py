@@ -24,40 +24,22 @@ from kubernetes.client import ApiException
 
 from sidecar.cli import main
 from sidecar.sandbox.apiserver import ApiServer
-from sidecar.snapshot.io import load_snapshot
 from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.controller import Controller, Reconciler, dry_run, is_execute, unfinished
 from sidecar.watcher.dryrun import GROUP, PLURAL, VERSION, InProcessPlanner, phase_of
 from sidecar.watcher.informer import Backoff
 from sidecar.watcher.lease import LeaderElector, LeaseConfig, micro_time
 from sidecar.watcher.workqueue import WorkQueue
+from tests.guide_fixtures import GUIDE, api, k8s, kubeconfig
 from tests.sandbox_fixtures import pod, serving, wait_for
 
+__all__ = ["api", "k8s", "kubeconfig"]  # the guide cluster fixtures
+
 ROOT = Path(__file__).resolve().parents[1]
-GUIDE = ROOT / "sidecar" / "data" / "guide-ascend.json"
 DRYRUN = yaml.safe_load((ROOT / "sidecar" / "data" / "guide-ascend-dryrun.yaml").read_text())
 NAME = DRYRUN["metadata"]["name"]
 FAST = Backoff(initial=0.05, cap=0.5)
 LEASE = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1}
-
-
-@pytest.fixture
-def api() -> Iterator[ApiServer]:
-    with ApiServer(history=50, bookmark_every=0.2) as s:
-        s.load(load_snapshot(GUIDE))
-        yield s
-
-
-@pytest.fixture
-def kubeconfig(api: ApiServer, tmp_path: Path) -> Path:
-    return api.kubeconfig(tmp_path / "kubeconfig")
-
-
-@pytest.fixture
-def k8s(kubeconfig: Path) -> Iterator[client.ApiClient]:
-    c = config.new_client_from_config(str(kubeconfig))
-    yield c
-    c.close()
 
 
 def runs(k8s: client.ApiClient) -> client.CustomObjectsApi:

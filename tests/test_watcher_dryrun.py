@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.cli import main
@@ -20,33 +20,16 @@ from sidecar.snapshot.io import load_snapshot
 from sidecar.watcher.controller import Controller, dry_run
 from sidecar.watcher.dryrun import GROUP, PLURAL, VERSION, DryRunReconciler, InProcessPlanner, Planner
 from tests.conftest import ServerThread
+from tests.guide_fixtures import GUIDE, api, k8s, kubeconfig
 from tests.sandbox_fixtures import wait_for
 
+__all__ = ["api", "k8s", "kubeconfig"]  # the guide cluster fixtures
+
 ROOT = Path(__file__).resolve().parents[1]
-GUIDE = ROOT / "sidecar" / "data" / "guide-ascend.json"
 DRYRUN = ROOT / "sidecar" / "data" / "guide-ascend-dryrun.yaml"
 NAME = "ascend-guarded-dryrun"
 HAVE_KUBECTL = subprocess.run(["which", "kubectl"], capture_output=True).returncode == 0
 needs_kubectl = pytest.mark.skipif(not HAVE_KUBECTL, reason="kubectl is not installed")
-
-
-@pytest.fixture
-def api() -> Iterator[ApiServer]:
-    with ApiServer(history=50, bookmark_every=0.2) as s:
-        s.load(load_snapshot(GUIDE))
-        yield s
-
-
-@pytest.fixture
-def kubeconfig(api: ApiServer, tmp_path: Path) -> Path:
-    return api.kubeconfig(tmp_path / "kubeconfig")
-
-
-@pytest.fixture
-def k8s(kubeconfig: Path) -> Iterator[client.ApiClient]:
-    c = config.new_client_from_config(str(kubeconfig))
-    yield c
-    c.close()
 
 
 @pytest.fixture(params=["in-process", "grpc"])
