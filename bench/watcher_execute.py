@@ -142,6 +142,9 @@ class TimedPlanner:
     def plan(self, request: Any) -> Any:
         return self._timed("Plan", self.inner.plan, request)
 
+    def plan_latest(self, request: Any) -> Any:
+        return self._timed("Plan", self.inner.plan_latest, request)
+
     def evaluate(self, request: Any) -> Any:
         return self._timed("Evaluate", self.inner.evaluate, request)
 

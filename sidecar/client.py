@@ -9,10 +9,12 @@ the other codes (INVALID_ARGUMENT, DEADLINE_EXCEEDED, ...) would answer the same
 from __future__ import annotations
 
 import json
+import math
 from types import TracebackType
 
 import grpc
 
+from sidecar.api.sessions import AGE_METADATA, LATEST
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
 
 MIB = 1024 * 1024
@@ -62,6 +64,17 @@ class RepackClient:
 
     def plan(self, request: service_pb2.PlanRequest) -> service_pb2.PlanResponse:
         return self.stub.Plan(request, timeout=self.timeout)  # type: ignore[no-any-return]
+
+    def plan_latest(self, request: service_pb2.PlanRequest) -> tuple[service_pb2.PlanResponse, float]:
+        """Plan on the sidecar's session ``latest``; the answer and the age its trailer reports."""
+        on_latest = service_pb2.PlanRequest(session_id=LATEST, spec=request.spec)
+        response, call = self.stub.Plan.with_call(on_latest, timeout=self.timeout)
+        trailers = dict(call.trailing_metadata() or ())
+        try:
+            age = float(trailers.get(AGE_METADATA, "inf"))
+        except ValueError:
+            age = math.inf
+        return response, age
 
     def filter(self, request: service_pb2.FilterRequest) -> service_pb2.FilterResponse:
         return self.stub.Filter(request, timeout=self.timeout)  # type: ignore[no-any-return]

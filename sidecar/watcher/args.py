@@ -7,6 +7,7 @@ this module on every command.
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,6 +51,9 @@ class WatchOptions:
     #: /metrics, /healthz, /readyz on this port; -1 (the default) serves none (the manifests use 9465)
     metrics_port: int = -1
     metrics_host: str = "0.0.0.0"
+    #: plan on the sidecar's session ``latest`` (Volcano's newest cycle) while at most this many
+    #: seconds old, else on the informer cache; 0 never uses it. Volcano opens a session every 1 s.
+    session_max_age: float = 5.0
 
 
 def watch_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,13 +83,22 @@ def watch_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve /metrics, /healthz, /readyz on this port (9465 in the manifests; -1: none)",
     )
     parser.add_argument("--metrics-host", default=d.metrics_host, help="address of the metrics port")
+    parser.add_argument(
+        "--session-max-age",
+        type=float,
+        default=d.session_max_age,
+        help="with --sidecar: plan on its session 'latest' (fed by Volcano's extender plugin) while at most "
+        "this many seconds old, else on the informer cache; 0: always the informer cache",
+    )
 
 
 def watch_options(ns: argparse.Namespace) -> WatchOptions:
     """The parsed flags, checked (a bad value is an InputError: exit 2)."""
-    for flag in ("period", "resync", "execute_cooldown", "eviction_timeout", "execution_timeout"):
-        if getattr(ns, flag) < 0 or (flag == "period" and ns.period <= 0):
-            raise InputError(f"--{flag.replace('_', '-')}", f"must be {'positive' if flag == 'period' else '>= 0'}")
+    for flag in ("period", "resync", "execute_cooldown", "eviction_timeout", "execution_timeout", "session_max_age"):
+        value, positive = getattr(ns, flag), flag == "period"
+        if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
+            need = "a finite number of seconds " + ("> 0" if positive else ">= 0")
+            raise InputError(f"--{flag.replace('_', '-')}", f"must be {need}, got {value:g}")
     if not -1 <= ns.metrics_port <= 65535:
         raise InputError("--metrics-port", "must be a port number (0: any free port), or -1 for none")
     lease = LeaseFlags(ns.lease_name, ns.lease_namespace, ns.lease_duration, ns.renew_deadline, ns.retry_period)
@@ -101,6 +114,7 @@ def watch_options(ns: argparse.Namespace) -> WatchOptions:
         execute=ExecuteFlags(ns.execute_cooldown, ns.eviction_timeout, ns.execution_timeout),
         metrics_port=ns.metrics_port,
         metrics_host=ns.metrics_host,
+        session_max_age=ns.session_max_age,
     )
 
 

@@ -42,9 +42,13 @@ class Reconciler(Protocol):
     def reconcile(self, run: Obj) -> str | None: ...
 
 
-def dry_run(api: client.ApiClient, planner: Planner, cache: ClusterCache | None = None) -> Reconciler:
-    """The DryRun reconciler, planning on the cache's snapshot (a fresh read without a cache)."""
-    return DryRunReconciler(api, planner, snapshot=cache.snapshot if cache is not None else None)
+def dry_run(
+    api: client.ApiClient, planner: Planner, cache: ClusterCache | None = None, *, session_max_age: float = 0.0
+) -> Reconciler:
+    """The DryRun reconciler, planning on the cache's snapshot (a fresh read without a cache), or on
+    the sidecar's session ``latest`` while it is at most ``session_max_age`` seconds old."""
+    snapshot = cache.snapshot if cache is not None else None
+    return DryRunReconciler(api, planner, snapshot=snapshot, session_max_age=session_max_age)
 
 
 def unfinished(run: Obj) -> bool:

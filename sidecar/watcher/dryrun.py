@@ -13,10 +13,11 @@ import structlog
 from google.protobuf import json_format
 from kubernetes import client
 
-from sidecar.api.v1alpha1 import service_pb2, spec_pb2
+from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.snapshot.io import parse_dict
 from sidecar.watcher.cluster import SnapshotSource, read_cluster
 from sidecar.watcher.planner import PLANNER_ERRORS, InProcessPlanner, Planner, from_rpc, planner_error
+from sidecar.watcher.source import plan_run
 from sidecar.watcher.status import (
     COMPONENT,
     EVENT_NAMESPACE,
@@ -85,11 +86,14 @@ class DryRunReconciler:
         clock: Clock = utcnow,
         snapshot: SnapshotSource | None = None,
         crash: Hook = _no_hook,
+        session_max_age: float = 0.0,
     ) -> None:
         self._api = api
         self._planner = planner
         self._clock = clock
         self._snapshot: SnapshotSource = snapshot or (lambda name: read_cluster(api, name=name))
+        #: plan on the sidecar's session ``latest`` while at most this old (seconds; 0: never)
+        self._session_max_age = session_max_age
         self._writer = StatusWriter(api, clock=clock, hook=crash, retries=retries)
 
     def wants(self, run: Obj) -> bool:
@@ -122,11 +126,14 @@ class DryRunReconciler:
         """The status fields of the finished run: the service's RepackStatus as the CRD's JSON."""
         try:
             spec = parse_dict(run.get("spec") or {}, spec_pb2.RepackSpec(), source="spec")
-            snapshot = self._snapshot(run["metadata"]["name"])
-            response = self._planner.plan(service_pb2.PlanRequest(snapshot=snapshot, spec=spec))
+            name = run["metadata"]["name"]
+            planned = plan_run(
+                self._planner, spec, lambda: self._snapshot(name), max_age=self._session_max_age, run=name
+            )
         except PLANNER_ERRORS as exc:
             return failed(*planner_error(exc))
-        return dict(json_format.MessageToDict(response.status, always_print_fields_with_no_presence=True))
+        log.info("repackrun planned", run=name, on=planned.source, age=round(planned.age, 3))
+        return dict(json_format.MessageToDict(planned.response.status, always_print_fields_with_no_presence=True))
 
     def _write(self, run: Obj, fields: Obj, label: str) -> Obj | None:
         """Merge ``fields`` into the status; after a 409 only while the re-read run is still ours."""

@@ -32,7 +32,7 @@ import structlog
 from google.protobuf import json_format
 from kubernetes import client
 
-from sidecar.api.v1alpha1 import service_pb2, spec_pb2
+from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.errors import InputError
 from sidecar.snapshot.io import parse_dict
 from sidecar.watcher.admission import hold
@@ -42,6 +42,7 @@ from sidecar.watcher.journal import Result, relocations_from_plan
 from sidecar.watcher.placement import Placer
 from sidecar.watcher.planner import PLANNER_ERRORS, Planner, planner_error
 from sidecar.watcher.progress import ExecuteOptions, Pass, Tools
+from sidecar.watcher.source import plan_run
 from sidecar.watcher.status import (
     GROUP,
     PLURAL,
@@ -92,8 +93,11 @@ class ExecuteReconciler:
         runs: RunSource | None = None,
         crash: Hook = _no_hook,
         retries: int = 5,
+        session_max_age: float = 0.0,
     ) -> None:
         self.options = options or ExecuteOptions()
+        #: plan on the sidecar's session ``latest`` while at most this old (seconds; 0: never)
+        self._session_max_age = session_max_age
         self._api, self._planner, self._clock, self._hook = api, planner, clock, crash
         self._snapshot: SnapshotSource = snapshot or (lambda name: read_cluster(api, name=name))
         self._runs: RunSource = runs or self._list_runs
@@ -155,16 +159,18 @@ class ExecuteReconciler:
                 return status
 
             return self._writer.write(run, wait, "waiting")
+        name = run["metadata"]["name"]
         try:
-            snapshot = self._snapshot(run["metadata"]["name"])
-            response = self._planner.plan(service_pb2.PlanRequest(snapshot=snapshot, spec=spec))
+            planned = plan_run(
+                self._planner, spec, lambda: self._snapshot(name), max_age=self._session_max_age, run=name
+            )
         except PLANNER_ERRORS as exc:
             return self._fail_early(run, *planner_error(exc), now, admitted=True)
-        plan = response.status.plan
+        response, plan = planned.response, planned.response.status.plan
         plan_json = json_format.MessageToDict(plan, always_print_fields_with_no_presence=True)
         if not plan.moves:
             return self._nothing_to_do(run, response.status, plan_json, now)
-        rels = relocations_from_plan(plan, snapshot)
+        rels = relocations_from_plan(plan, planned.snapshot)
         nodes = ", ".join(plan.freed_nodes)
         message = f"{len(rels)} pods to move, {plan.summary.moved_card_count:g} cards, to free {nodes}"
 
@@ -187,7 +193,7 @@ class ExecuteReconciler:
         written = self._writer.write(run, journal, "journal")
         log.info("repackrun admitted", run=run["metadata"]["name"], journaled=written is not None, moves=message)
         if written is not None:
-            self._writer.event(written, "Admitted", f"replanned on the live cluster: {message}")
+            self._writer.event(written, "Admitted", f"replanned on {planned.describe()}: {message}")
         return written
 
     def _nothing_to_do(self, run: Obj, planned: Any, plan_json: Obj, now: datetime) -> Obj | None:

@@ -37,6 +37,8 @@ RECONCILE_SECONDS = Histogram(
     ["reconciler"],
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
 )
+PLANS = Counter("repack_watcher_plans_total", "Runs planned, by the view planned on (session: the scheduler's "
+                "latest, fresh; informer: the watcher's cache)", ["source"])  # fmt: skip
 LEADER = Gauge("repack_leader", "1 while this replica holds the Lease (runs the controller), else 0")
 
 
@@ -55,6 +57,9 @@ class PrometheusWatcherObserver(WatcherObserver):
 
     def leading(self, leader: bool) -> None:
         LEADER.set(1 if leader else 0)
+
+    def planned(self, source: str) -> None:
+        PLANS.labels(source=source).inc()
 
 
 def relocation_phase(rel: Relocation) -> str:

@@ -38,6 +38,9 @@ class WatcherObserver:
     def leading(self, leader: bool) -> None:
         """This replica started or stopped leading."""
 
+    def planned(self, source: str) -> None:
+        """A run was planned on ``source``: the scheduler's session, or the informer cache."""
+
 
 _current = WatcherObserver()
 
@@ -102,3 +105,7 @@ def reconciled(reconciler: object, run: Obj, phase: str | None, current: Obj | N
 
 def leading(leader: bool) -> None:
     _current.leading(leader)
+
+
+def planned(source: str) -> None:
+    _current.planned(source)

@@ -8,10 +8,13 @@ them with ``planner_error``.
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Protocol
 
 import grpc
 
+from sidecar.api.sessions import LATEST
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.errors import InputError
 from sidecar.service import Deadline, DeadlineExceeded, NotFound, RepackService
@@ -25,6 +28,11 @@ class Planner(Protocol):
     without the deadline: each implementation brings its own)."""
 
     def plan(self, request: service_pb2.PlanRequest) -> service_pb2.PlanResponse: ...
+
+    def plan_latest(self, request: service_pb2.PlanRequest) -> tuple[service_pb2.PlanResponse, float]:
+        """Plan on the session ``latest`` (``request``'s source is replaced); the answer and that
+        session's age in seconds (``math.inf`` when unknown). No ``latest``: NotFound / NOT_FOUND."""
+        ...
 
     def evaluate(self, request: service_pb2.EvaluateRequest) -> service_pb2.EvaluateResponse: ...
 
@@ -44,6 +52,13 @@ class InProcessPlanner:
 
     def plan(self, request: service_pb2.PlanRequest) -> service_pb2.PlanResponse:
         return self._service.plan(request, Deadline(self._timeout))
+
+    def plan_latest(self, request: service_pb2.PlanRequest) -> tuple[service_pb2.PlanResponse, float]:
+        # the age read before planning: a session re-published meanwhile is younger, never older
+        session = self._service.session(LATEST)
+        age = time.time() - session.opened_at if session is not None else math.inf
+        on_latest = service_pb2.PlanRequest(session_id=LATEST, spec=request.spec)
+        return self._service.plan(on_latest, Deadline(self._timeout)), max(0.0, age)
 
     def evaluate(self, request: service_pb2.EvaluateRequest) -> service_pb2.EvaluateResponse:
         return self._service.evaluate(request, Deadline(self._timeout))

@@ -38,14 +38,18 @@ log = structlog.get_logger("sidecar.watcher")
 def reconcilers(
     api: client.ApiClient, planner: Planner, cache: ClusterCache, options: WatchOptions
 ) -> list[Reconciler]:
-    """DryRun, Execute (its options from the flags) and TTL, each on the cache's snapshot and runs."""
+    """DryRun, Execute (its options from the flags) and TTL, each on the cache's snapshot and runs
+    (DryRun and Execute on the sidecar's session ``latest`` instead while it is fresh)."""
     ex = options.execute
     execute = ExecuteOptions(
         cooldown=ex.cooldown, eviction_timeout=ex.eviction_timeout, execution_timeout=ex.execution_timeout
     )
+    age = options.session_max_age
     return [
-        dry_run(api, planner, cache),
-        ExecuteReconciler(api, planner, options=execute, snapshot=cache.snapshot, runs=cache.list_runs),
+        dry_run(api, planner, cache, session_max_age=age),
+        ExecuteReconciler(
+            api, planner, options=execute, snapshot=cache.snapshot, runs=cache.list_runs, session_max_age=age
+        ),
         TTLReconciler(api, clock=utcnow),
     ]
 
