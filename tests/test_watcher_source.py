@@ -24,8 +24,10 @@ from sidecar.snapshot.io import load_snapshot, parse_dict
 from sidecar.watcher import observer as observe
 from sidecar.watcher.args import watch_arguments, watch_options
 from sidecar.watcher.dryrun import GROUP, PLURAL, VERSION, DryRunReconciler
+from sidecar.watcher.execute import ExecuteReconciler
 from sidecar.watcher.planner import InProcessPlanner
 from sidecar.watcher.source import INFORMER, SESSION, disagreement, plan_run
+from tests.execute_fixtures import WORKER0, WORKER1, execute_run, sandbox
 from tests.extender_fixtures import open_guide_session
 from tests.guide_fixtures import GUIDE, api, k8s, kubeconfig
 
@@ -154,6 +156,26 @@ def test_a_dryrun_on_the_sandbox_plans_on_the_fed_session(
     assert recorder.sources == [SESSION]
     status = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)["status"]
     assert status["plan"]["freedNodes"]
+
+
+def test_an_execute_run_journals_the_sessions_plan_with_the_informers_uids(
+    fed_sidecar: BackgroundServer, tmp_path: Path, recorder: Recorder
+) -> None:
+    with sandbox(tmp_path) as box, RepackClient(fed_sidecar.target) as remote:
+        box.create_run(execute_run("on-latest", grace=0))
+        rec = ExecuteReconciler(box.api, remote, session_max_age=60)
+        assert box.drive(rec, "on-latest", passes=80, between=lambda: time.sleep(0.03)) == "Succeeded"
+        status = box.run("on-latest")["status"]
+        assert recorder.sources == [SESSION], "planned once, at admission, on the session"
+        assert status["plan"]["freedNodes"] == ["ascend-node-01"]
+        assert {(r["victimPodName"], r["victimPodUID"]) for r in status["relocations"]} == {
+            (WORKER0, "t-train-0"),
+            (WORKER1, "t-train-1"),
+        }
+        assert all(r["owner"]["uid"] for r in status["relocations"])
+        events = [e for e in box.core.list_namespaced_event("default").items if e.involved_object.name == "on-latest"]
+        admitted = next(e.message for e in events if e.reason == "Admitted")
+        assert admitted.startswith("replanned on the scheduler's session latest (")
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1"])
