@@ -5,7 +5,12 @@ drained) and proposes an ordered list of evictions, with a target node or none. 
 (`measure`) replays them through the mirror core: an eviction with a target the scheduler would
 reject counts as an infeasible move, and the rebuilt pod goes where Volcano would put it; an
 eviction without a target (the descheduler) is re-placed by Volcano's own node order, possibly
-back onto a node being drained. Freed nodes are counted on the final state.
+back onto a node being drained. Freed nodes are counted on the final state, net of idle nodes
+the moves lit up.
+
+Baselines are judged twice: as proposed, and `repair`ed — every source node with a move the
+mirror rejects (infeasible or stranded) dropped, to a fixed point — so ours is compared with each
+at its best. `dominates` is the Pareto test of the report's "never dominated" goal.
 """
 
 from __future__ import annotations
@@ -237,3 +242,84 @@ def measure(state: ClusterState, run: RunSpec, proposal: Proposal) -> Outcome:
         node_of=sim.node_of.copy(),
         lit=lit,
     )
+
+
+def _bad_sources(state: ClusterState, run: RunSpec, proposal: Proposal) -> set[int]:
+    """Source nodes of the evictions the judge's replay rejects (infeasible target or stranded)."""
+    mirror = Mirror(state)
+    sim = Simulation(state)
+    bad: set[int] = set()
+    for t, target in proposal.evictions:
+        if not sim.on_node()[t]:
+            continue
+        source = int(state.task_node[t])
+        sim.remove(t)
+        subj = mirror.subject_for_task(t)
+        if target is not None and mirror.predicates.feasible_nodes(subj, sim, np.array([target])).size:
+            sim.place(t, target)
+            continue
+        if target is not None:
+            bad.add(source)
+        best = mirror.allocate(subj, sim)
+        if best < 0:
+            bad.add(source)
+            continue
+        sim.place(t, best)
+    sim.commit()
+    return bad
+
+
+def repair(state: ClusterState, run: RunSpec, proposal: Proposal, rounds: int = 20) -> Proposal:
+    """``proposal`` without the source nodes whose moves the mirror rejects, repeated until every
+    remaining move replays (dropping a source can invalidate a later move that counted on it)."""
+    evictions = list(proposal.evictions)
+    for _ in range(rounds):
+        bad = _bad_sources(state, run, Proposal(proposal.method, evictions))
+        if not bad:
+            break
+        evictions = [(t, target) for t, target in evictions if int(state.task_node[t]) not in bad]
+    return Proposal(f"{proposal.method} (repaired)", evictions, proposal.seconds)
+
+
+def dominates(a: Outcome, b: Outcome) -> bool:
+    """``a`` is at least as good as ``b`` on freed nodes (↑), PodGroups below MinAvailable (↓) and
+    cards moved (↓), and strictly better on one (Pareto dominance; cards compared within TOL)."""
+    no_worse = a.freed >= b.freed and a.below_min_available <= b.below_min_available
+    no_worse = no_worse and a.cards_moved <= b.cards_moved + 1e-9
+    better = a.freed > b.freed or a.below_min_available < b.below_min_available or a.cards_moved < b.cards_moved - 1e-9
+    return no_worse and better
+
+
+def _sources(state: ClusterState, proposal: Proposal) -> list[int]:
+    """Source nodes in the order the proposal first evicts from them."""
+    return list(dict.fromkeys(int(state.task_node[t]) for t, _ in proposal.evictions))
+
+
+def _prefix(state: ClusterState, run: RunSpec, proposal: Proposal, order: list[int], k: int) -> Outcome:
+    keep = set(order[:k])
+    part = [(t, target) for t, target in proposal.evictions if int(state.task_node[t]) in keep]
+    return measure(state, run, Proposal(proposal.method, part))
+
+
+def prefixes(state: ClusterState, run: RunSpec, proposal: Proposal, points: int = 30) -> list[Outcome]:
+    """The judge's outcome after the first k source nodes' moves, in the proposal's order (about
+    ``points`` values of k, the whole plan last): a plan cut short is a point on the same curve."""
+    order = _sources(state, proposal)
+    ks = sorted({max(1, round(len(order) * i / points)) for i in range(1, points + 1)}) if order else []
+    return [_prefix(state, run, proposal, order, k) for k in ks]
+
+
+def shortest_prefix(state: ClusterState, run: RunSpec, proposal: Proposal, freed: int) -> Outcome | None:
+    """The judged outcome of the shortest prefix (by source node) that frees at least ``freed``
+    nodes, by bisection (a valid plan's freed count grows with its prefix); None if none does."""
+    order = _sources(state, proposal)
+    lo, hi = 1, len(order)
+    if not order or _prefix(state, run, proposal, order, hi).freed < freed:
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _prefix(state, run, proposal, order, mid).freed >= freed:
+            hi = mid
+        else:
+            lo = mid + 1
+    return _prefix(state, run, proposal, order, lo)

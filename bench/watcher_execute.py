@@ -143,7 +143,7 @@ class TimedPlanner:
         return self._timed("Plan", self.inner.plan, request)
 
     def plan_latest(self, request: Any) -> Any:
-        return self._timed("Plan", self.inner.plan_latest, request)
+        return self._timed("Plan on latest", self.inner.plan_latest, request)
 
     def evaluate(self, request: Any) -> Any:
         return self._timed("Evaluate", self.inner.evaluate, request)

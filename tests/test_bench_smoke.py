@@ -111,3 +111,42 @@ def test_watcher_execute_benchmark_runs_on_the_guide_cluster(capsys: pytest.Capt
     assert gated["ungated_before_nominated"] == 0 and gated["sidecar_calls"]["Plan"] == 1
     assert gated["result_freed_nodes"] == 1 and gated["frag_after_percent"] == 0
     assert gated["api_requests_by_kind"]["patch pods"] == 2  # one gate removed per replacement
+
+
+def test_repair_drops_every_source_with_a_rejected_move_and_dominance_is_pareto() -> None:
+    """A drain that puts two 2-card pods on a node with 2 free cards: the repaired proposal keeps
+    only sources whose every move replays; dominance needs no-worse on all three and better on one."""
+    from builders import node, snapshot, task
+
+    from bench import baselines as B
+    from sidecar.api.v1alpha1 import spec_pb2
+    from sidecar.repack.spec import validate
+    from sidecar.snapshot.decode import decode
+
+    snap = snapshot(
+        [node("a"), node("b"), node("c")],
+        [task("x", "a", 2), task("y", "b", 2), task("z", "c", 6)],
+    )
+    state = decode(snap)
+    run = validate(spec_pb2.RepackSpec(mode=1, goals=[spec_pb2.RepackGoal(resource="nvidia.com/gpu")]))
+    ids = {n: i for i, n in enumerate(state.task_name)}
+    c = state.node_names.index("c")
+    greedy = B.Proposal("greedy", [(ids["x"], c), (ids["y"], c)])
+    judged = B.measure(state, run, greedy)
+    assert judged.infeasible_moves == 1  # y does not fit on c after x
+    fixed = B.repair(state, run, greedy)
+    assert fixed.evictions == [(ids["x"], c)] and fixed.method == "greedy (repaired)"
+    repaired = B.measure(state, run, fixed)
+    assert (repaired.infeasible_moves, repaired.freed) == (0, 1)
+    curve = B.prefixes(state, run, greedy)
+    assert [o.pods_moved for o in curve] == [1, 2]
+    first = B.shortest_prefix(state, run, fixed, 1)
+    assert first is not None and (first.freed, first.pods_moved) == (1, 1)
+    assert B.shortest_prefix(state, run, fixed, 2) is None
+
+    def out(freed: int, below: int, cards: float) -> B.Outcome:
+        return B.Outcome("m", freed, cards, 0, below, 0, 0, 0.0)
+
+    assert B.dominates(out(2, 0, 4), out(1, 0, 4)) and not B.dominates(out(1, 0, 4), out(1, 0, 4))
+    assert not B.dominates(out(2, 1, 4), out(1, 0, 4)), "better on freed, worse on gangs: a trade, not dominance"
+    assert B.dominates(out(1, 0, 3), out(1, 0, 4))
