@@ -88,17 +88,27 @@ class EvictionOptions(_message.Message):
     def __init__(self, grace_period_seconds: _Optional[int] = ...) -> None: ...
 
 class PlannerOptions(_message.Message):
-    __slots__ = ("affected_workloads_weight", "below_min_available_weight", "affected_resources_weight", "moved_resources_weight", "moved_pods_weight", "scheduler_names")
+    __slots__ = ("affected_workloads_weight", "below_min_available_weight", "affected_resources_weight", "moved_resources_weight", "moved_pods_weight", "scheduler_names", "strategy")
+    class Strategy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        STRATEGY_UNSPECIFIED: _ClassVar[PlannerOptions.Strategy]
+        Greedy: _ClassVar[PlannerOptions.Strategy]
+        Exact: _ClassVar[PlannerOptions.Strategy]
+    STRATEGY_UNSPECIFIED: PlannerOptions.Strategy
+    Greedy: PlannerOptions.Strategy
+    Exact: PlannerOptions.Strategy
     AFFECTED_WORKLOADS_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     BELOW_MIN_AVAILABLE_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     AFFECTED_RESOURCES_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     MOVED_RESOURCES_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     MOVED_PODS_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     SCHEDULER_NAMES_FIELD_NUMBER: _ClassVar[int]
+    STRATEGY_FIELD_NUMBER: _ClassVar[int]
     affected_workloads_weight: float
     below_min_available_weight: float
     affected_resources_weight: float
     moved_resources_weight: float
     moved_pods_weight: float
     scheduler_names: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, affected_workloads_weight: _Optional[float] = ..., below_min_available_weight: _Optional[float] = ..., affected_resources_weight: _Optional[float] = ..., moved_resources_weight: _Optional[float] = ..., moved_pods_weight: _Optional[float] = ..., scheduler_names: _Optional[_Iterable[str]] = ...) -> None: ...
+    strategy: PlannerOptions.Strategy
+    def __init__(self, affected_workloads_weight: _Optional[float] = ..., below_min_available_weight: _Optional[float] = ..., affected_resources_weight: _Optional[float] = ..., moved_resources_weight: _Optional[float] = ..., moved_pods_weight: _Optional[float] = ..., scheduler_names: _Optional[_Iterable[str]] = ..., strategy: _Optional[_Union[PlannerOptions.Strategy, str]] = ...) -> None: ...
