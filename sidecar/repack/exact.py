@@ -47,6 +47,8 @@ MAX_CANDIDATES = 60
 MAX_PAIRS = 20_000
 #: the solver's time limit, seconds (the greedy plan stands if nothing better is proven by then)
 TIME_LIMIT = 2.0
+#: below this much time left (80% of the caller's deadline), the greedy plan is answered as is
+MIN_TIME_LIMIT = 0.05
 HOSTNAME = "kubernetes.io/hostname"
 NOT_CHOSEN = "NotChosen"
 

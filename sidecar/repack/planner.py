@@ -29,7 +29,7 @@ import numpy.typing as npt
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.types import Subject
-from sidecar.repack import candidates
+from sidecar.repack import candidates, exact
 from sidecar.repack.candidates import CandidateTable, Outcome, Prepared
 from sidecar.repack.cost import GangState, ranking_scores
 from sidecar.repack.fragmentation import Fragmentation, fragmentation
@@ -80,8 +80,11 @@ class Planner:
         self.pg_in_scope = spec.scope.pod_group_mask(state) if state.pod_groups else np.zeros(0, bool)
         self.node_in_scope = spec.scope.node_mask(state)
 
-    def plan(self, check: Callable[[str], None] | None = None) -> PlanResult:
-        """The plan; ``check(step)`` is called once per round and raises to abort."""
+    def plan(
+        self, check: Callable[[str], None] | None = None, time_left: Callable[[], float | None] | None = None
+    ) -> PlanResult:
+        """The plan; ``check(step)`` is called once per round and raises to abort; ``time_left()``
+        (seconds, None: no limit) bounds the exact strategy's solver."""
         prep = self.prepare()
         after, moves, freed = prep.before, [], []
         if prep.candidates is not None:
@@ -89,7 +92,7 @@ class Planner:
             run.loop()
             after = fragmentation(self.state, self.spec.resource, task_node=run.sim.node_of)
             moves, freed = run.moves, run.freed
-        return PlanResult(
+        greedy = PlanResult(
             self.spec.resource,
             prep.before,
             after,
@@ -100,6 +103,13 @@ class Planner:
             prep.pod_group_count,
             prep.node_count,
         )
+        if self.spec.strategy == "Exact" and prep.candidates and len(prep.candidates) <= exact.MAX_CANDIDATES:
+            left = time_left() if time_left is not None else None
+            limit = exact.TIME_LIMIT if left is None else min(exact.TIME_LIMIT, 0.8 * left)
+            if limit >= exact.MIN_TIME_LIMIT:
+                # a fresh preparation: the greedy loop consumed this one's gang state and outcomes
+                return exact.improve(self, self.prepare(), greedy, limit) or greedy
+        return greedy
 
     def prepare(self) -> Prepared:
         """Candidates and the explanation of every other occupied node (candidates.prepare), with

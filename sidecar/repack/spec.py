@@ -48,6 +48,8 @@ class RunSpec:
     max_resource: float | None  # Volcano units of the goal resource
     weights: Weights
     scheduler_names: frozenset[str]
+    #: "Greedy" or "Exact" (sidecar.repack.exact)
+    strategy: str = "Greedy"
 
 
 def validate(spec: spec_pb2.RepackSpec, path: str = "spec") -> RunSpec:
@@ -107,7 +109,18 @@ def validate(spec: spec_pb2.RepackSpec, path: str = "spec") -> RunSpec:
         max_resource=max_res,
         weights=Weights(*weights),
         scheduler_names=frozenset(spec.planner.scheduler_names) or frozenset({"volcano"}),
+        strategy=_strategy(spec.planner.strategy, f"{path}.planner.strategy"),
     )
+
+
+def _strategy(value: int, path: str) -> str:
+    """Unset is Greedy; an unknown number (a newer client's enum) is refused, not guessed."""
+    names = spec_pb2.PlannerOptions.Strategy
+    if value == names.STRATEGY_UNSPECIFIED:
+        return "Greedy"
+    if value not in names.values():
+        raise InputError(path, f"unknown strategy {value} (Greedy or Exact)")
+    return names.Name(value)
 
 
 def require_provided_goal(run: RunSpec, state: ClusterState, path: str = "spec") -> None:

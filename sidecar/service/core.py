@@ -82,7 +82,7 @@ class RepackService:
         resolved = self._sources.mirror(request, deadline)
         with resolved.locked():
             started = time.perf_counter()
-            result = Planner(resolved.mirror, run).plan(deadline.check)
+            result = Planner(resolved.mirror, run).plan(deadline.check, deadline.remaining)
             status = to_status(resolved.mirror.state, result, run)
         self._observer.planned(time.perf_counter() - started, status)
         return service_pb2.PlanResponse(status=status)

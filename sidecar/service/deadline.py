@@ -23,6 +23,10 @@ class Deadline:
     def none(cls) -> Deadline:
         return cls(None)
 
+    def remaining(self) -> float | None:
+        """Seconds left (never negative), or None without a deadline: for work with its own time limit."""
+        return None if self._at is None else max(0.0, self._at - time.monotonic())
+
     def check(self, step: str) -> None:
         """Raise DeadlineExceeded naming the ``step`` that just finished, if time is up."""
         if self._at is not None and time.monotonic() > self._at:
