@@ -21,6 +21,7 @@ import threading
 import time
 
 import grpc
+import numpy as np
 
 from bench.common import machine, median_seconds, save
 from bench.decode import build
@@ -36,6 +37,7 @@ from sidecar.snapshot.decode import decode
 
 OPENB_GOAL_MS = 100.0
 TENK_GOAL_S = 1.0
+PDB_GOAL_RATIO = 1.10
 
 
 def dryrun() -> spec_pb2.RepackSpec:
@@ -59,11 +61,54 @@ class Loopback:
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 
+def with_pdbs(snap: snapshot_pb2.Snapshot, count: int, seed: int = 0) -> snapshot_pb2.Snapshot:
+    """``snap`` plus ``count`` PodDisruptionBudgets, each selecting one label of a random pod's
+    profile in that pod's namespace, with room for any plan (they cost time, never moves)."""
+    rng = np.random.default_rng(seed)
+    out = snapshot_pb2.Snapshot()
+    out.CopyFrom(snap)
+    cols = snap.task_columns
+    for k in range(count):
+        i = int(rng.integers(len(cols.uid)))
+        labels = dict(snap.profiles[cols.profile[i]].labels)
+        if not labels:
+            continue
+        key = sorted(labels)[int(rng.integers(len(labels)))]
+        out.pdbs.add(
+            namespace=snap.namespaces[cols.namespace[i]].name,
+            name=f"pdb-{k}",
+            disruptions_allowed=1_000_000,
+            selector=snapshot_pb2.LabelSelector(match_labels={key: labels[key]}),
+        )
+    return out
+
+
+def pdb_cost(snap: snapshot_pb2.Snapshot, count: int, repeats: int) -> dict[str, float]:
+    """Median in-process Plan with and without ``count`` PDBs, interleaved (same machine noise)."""
+    spec = validate(dryrun())
+    plain, budgeted = decode(snap), decode(with_pdbs(snap, count))
+    bare: list[float] = []
+    pdb: list[float] = []
+    for _ in range(repeats):
+        for state, out in ((plain, bare), (budgeted, pdb)):
+            t0 = time.perf_counter()
+            Planner(Mirror(state), spec).plan()
+            out.append(time.perf_counter() - t0)
+    ratio = statistics.median(pdb) / statistics.median(bare)
+    mark = "✔" if ratio <= PDB_GOAL_RATIO else "✘"
+    print(
+        f"  {count} PodDisruptionBudgets at {plain.n_nodes} nodes: Plan median {statistics.median(bare):.2f} s -> "
+        f"{statistics.median(pdb):.2f} s, ratio {ratio:.3f} {mark} (goal <= {PDB_GOAL_RATIO:.2f})"
+    )
+    return {"bare_s": statistics.median(bare), "pdbs_s": statistics.median(pdb), "ratio": ratio}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--sizes", default="1000,2000,5000,10000,20000")
     p.add_argument("--tenk-nodes", type=int, default=10_000)
+    p.add_argument("--pdbs", type=int, default=1000, help="PodDisruptionBudgets added at --tenk-nodes (0: skip)")
     ns = p.parse_args(argv)
     logs.configure("console", "warning")
     spec = dryrun()
@@ -104,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{s.frag_before_percent}% -> {s.frag_after_percent}%, {s.freed_node_count} nodes freed"
         )
         results["tenk"] = {"e2e_s": e2e, "runs_s": runs, "freed": s.freed_node_count}
+        if ns.pdbs:
+            results["pdbs"] = pdb_cost(big, ns.pdbs, max(3, ns.repeats // 2))
     finally:
         server.close()
     curve = []

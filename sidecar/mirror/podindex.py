@@ -29,6 +29,7 @@ class PodIndex:
         self._task_match: dict[tuple[bytes, Namespaces], Tasks] = {}
         self._by_profile: list[Tasks] | None = None
         self._labels_index: dict[tuple[str, str], list[int]] | None = None
+        self._keys_index: dict[str, list[int]] | None = None
         #: Pods with required anti-affinity, grouped by (profile, namespace): they share their terms.
         self.anti_groups: list[tuple[pb.TaskProfile, str, Tasks]] = []
         anti_profiles = [i for i, p in enumerate(state.profiles) if p.pod_anti_affinity]
@@ -77,16 +78,29 @@ class PodIndex:
             self._labels_index = index
         return self._labels_index
 
+    def _key_index(self) -> dict[str, list[int]]:
+        if self._keys_index is None:
+            keys: dict[str, list[int]] = {}
+            for (k, _), profiles in self._label_index().items():
+                keys.setdefault(k, []).extend(profiles)
+            self._keys_index = keys
+        return self._keys_index
+
     def matching_profiles(self, selector: pb.LabelSelector) -> Tasks:
         """Profiles whose labels a selector matches (inverted index on matchLabels, then a check)."""
         key = selector.SerializeToString(deterministic=True)
         hit = self._profile_match.get(key)
         if hit is None:
-            if selector.match_labels:
-                index = self._label_index()
-                candidates = set.intersection(*(set(index.get(kv, ())) for kv in selector.match_labels.items()))
-            else:
-                candidates = set(range(len(self.state.profiles)))
+            index = self._label_index()
+            # Narrow by what a match requires (matchLabels pairs; In: one of its values; Exists: the
+            # key); label_selector_matches below stays the judge of every survivor.
+            needs = [set(index.get(kv, ())) for kv in selector.match_labels.items()]
+            for req in selector.match_expressions:
+                if req.operator == "In":
+                    needs.append(set().union(*(index.get((req.key, v), ()) for v in req.values)))
+                elif req.operator == "Exists":
+                    needs.append(set(self._key_index().get(req.key, ())))
+            candidates = set.intersection(*needs) if needs else set(range(len(self.state.profiles)))
             profiles = self.state.profiles
             hit = np.array(
                 sorted(i for i in candidates if label_selector_matches(selector, profiles[i].labels)), np.intp

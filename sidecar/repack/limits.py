@@ -9,12 +9,13 @@ that a PodDisruptionBudget forbids on its own is no candidate at all (:func:`pin
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
 
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.mirror.predicates import Predicates
-from sidecar.mirror.selectors import label_selector_matches
 from sidecar.mirror.types import S_OK
 from sidecar.repack.candidates import BUDGET, PDB, Candidate, CandidateTable, Outcome, Prepared
 from sidecar.repack.cost import GangState
@@ -22,27 +23,28 @@ from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import TOLERANCE
 
+#: the mirror's ``matching_tasks(selector, namespaces)``: task indices a label selector reaches
+TaskMatcher = Callable[[pb.LabelSelector, frozenset[str] | None], npt.NDArray[np.intp]]
 
-def count_pdbs(state: ClusterState, candidates: list[Candidate]) -> None:
+
+def count_pdbs(state: ClusterState, candidates: list[Candidate], matching_tasks: TaskMatcher) -> None:
     """Fill every candidate's ``pdbs``: how many of its pods each PodDisruptionBudget covers.
 
-    policy/v1: a null selector matches no pods; an empty (``{}``) one every pod of the namespace."""
+    policy/v1: a null selector matches no pods; an empty (``{}``) one every pod of the namespace.
+    Each selector is matched once, through the mirror's pod index (inverted on labels, cached per
+    selector, the same matcher affinity terms use), never pod by pod."""
     if not state.pdbs or not candidates:
         return
-    tasks = np.concatenate([c.pods for c in candidates])
-    pdb_of: dict[int, list[int]] = {}
+    cand_of = np.full(len(state.task_name), -1, np.intp)
+    for i, c in enumerate(candidates):
+        cand_of[c.pods] = i
     for p, pdb in enumerate(state.pdbs):
         if not pdb.HasField("selector"):
             continue
-        for t in tasks:
-            t = int(t)
-            if state.namespaces[state.task_namespace[t]] != pdb.namespace:
-                continue
-            if label_selector_matches(pdb.selector, state.profiles[state.task_profile[t]].labels):
-                pdb_of.setdefault(t, []).append(p)
-    for c in candidates:
-        for t in c.pods:
-            c.pdbs.update(pdb_of.get(int(t), []))
+        hit = cand_of[matching_tasks(pdb.selector, frozenset({pdb.namespace}))]
+        owners, counts = np.unique(hit[hit >= 0], return_counts=True)
+        for i, n in zip(owners.tolist(), counts.tolist(), strict=True):
+            candidates[i].pdbs[p] += n
 
 
 def pin_pdb_protected(state: ClusterState, prep: Prepared) -> None:

@@ -85,7 +85,7 @@ class Planner:
     ) -> PlanResult:
         """The plan; ``check(step)`` is called once per round and raises to abort; ``time_left()``
         (seconds, None: no limit) bounds the exact strategy's solver."""
-        prep = self.prepare()
+        prep = self.prepare(check)
         after, moves, freed = prep.before, [], []
         if prep.candidates is not None:
             run = _Run(self, prep, check)
@@ -111,13 +111,17 @@ class Planner:
                 return exact.improve(self, self.prepare(), greedy, limit) or greedy
         return greedy
 
-    def prepare(self) -> Prepared:
+    def prepare(self, check: Callable[[str], None] | None = None) -> Prepared:
         """Candidates and the explanation of every other occupied node (candidates.prepare), with
         the PodDisruptionBudgets covering each candidate's pods; a node a PDB forbids emptying is
         pinned instead (it stays occupied: receiver rule 2)."""
         prep = candidates.prepare(self.state, self.spec, self.goal, self.pg_in_scope, self.node_in_scope)
+        if check is not None:
+            check("candidates")
         if prep.candidates:
-            count_pdbs(self.state, prep.candidates)
+            count_pdbs(self.state, prep.candidates, self.mirror.predicates.matching_tasks)
+            if check is not None:
+                check("PodDisruptionBudgets")
             pin_pdb_protected(self.state, prep)
         return prep
 
