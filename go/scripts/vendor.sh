@@ -5,13 +5,22 @@
 # this machine has no module proxy. A vendor directory lets the go.mod module build with
 # -mod=vendor and GOPROXY=off. Only the packages the module imports (tests included) are copied,
 # and vendor/modules.txt is written against go.mod's require lines, so `go build` checks that the
-# vendored versions are the ones go.mod names. Idempotent: the folder is rebuilt every run (a
-# second or less).
+# vendored versions are the ones go.mod names. Idempotent: the folder is rebuilt (a few seconds)
+# unless nothing it depends on changed.
 #   go/scripts/vendor.sh [GOCODE]     (default /usr/share/gocode)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 gocode=${1:-/usr/share/gocode}
 module=volcano.sh/repack
+
+# Up to date: same go.mod, same Go sources (their imports), same Debian package trees.
+stamp=$(cd "$here" && { cat go.mod; find . -name '*.go' -not -path './vendor/*' | sort | xargs cat;
+  awk '$1 ~ /\./ && NF >= 2 { print $1 }' go.mod | while read -r m; do stat -c '%n %Y' "$gocode/src/$m/go.mod" 2>&1; done
+} | sha256sum | cut -d' ' -f1)
+if [ -f "$here/vendor/modules.txt" ] && [ "$(cat "$here/vendor/.stamp" 2>/dev/null)" = "$stamp" ]; then
+  echo "vendor.sh: $here/vendor is up to date"
+  exit 0
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -54,4 +63,5 @@ while read -r mod; do
   done
   [ -f "$gocode/src/$mod/LICENSE" ] && mkdir -p "$here/vendor/$mod" && cp "$gocode/src/$mod/LICENSE" "$here/vendor/$mod/"
 done < <(printf '%s\n' "${!version[@]}" | sort) > "$here/vendor/modules.txt"
+echo "$stamp" > "$here/vendor/.stamp"
 echo "vendor.sh: $(printf '%s\n' $pkgs | wc -l) packages from $(printf '%s\n' "${!modpkgs[@]}" | wc -l) modules in $here/vendor"
