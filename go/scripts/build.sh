@@ -13,6 +13,11 @@ out=$(cd "$out" && pwd)
 "$here/scripts/vendor.sh" >&2
 cd "$here"
 export GOFLAGS=-mod=vendor GOPROXY=off GONOSUMDB='*' GOSUMDB=off GO111MODULE=on CGO_ENABLED=0
+# A CI user without a writable home still gets a build cache that survives between runs.
+cache=$(go env GOCACHE 2>/dev/null || true)
+if [ -z "$cache" ] || [ "$cache" = off ] || ! mkdir -p "$cache" 2>/dev/null || [ ! -w "$cache" ]; then
+  export GOCACHE="${TMPDIR:-/tmp}/repack-go-cache-$(id -u)"
+fi
 go vet ./...
 go build -o "$out/repackctl" ./cmd/repackctl
 go test -c -o "$out/client.test" ./client
