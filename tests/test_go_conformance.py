@@ -46,7 +46,7 @@ def go_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def sidecar() -> Iterator[BackgroundServer]:
+def loopback() -> Iterator[BackgroundServer]:
     s = BackgroundServer(ServerConfig(port=0, metrics_port=-1, max_message_bytes=64 * MIB, session_ttl_seconds=300))
     yield s
     s.stop()
@@ -116,14 +116,14 @@ RESPONSE = {
 }
 
 
-def test_go_client_answers_equal_the_python_clients(go_bin: Path, sidecar: BackgroundServer, cases: Path) -> None:
-    env = {**os.environ, "REPACK_CONFORMANCE_DIR": str(cases), "REPACK_CONFORMANCE_TARGET": sidecar.target}
+def test_go_client_answers_equal_the_python_clients(go_bin: Path, loopback: BackgroundServer, cases: Path) -> None:
+    env = {**os.environ, "REPACK_CONFORMANCE_DIR": str(cases), "REPACK_CONFORMANCE_TARGET": loopback.target}
     proc = subprocess.run(
         [str(go_bin / "client.test"), "-test.v", "-test.count=1"], capture_output=True, text=True, env=env, timeout=600
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "--- PASS: TestConformance/synth10k" in proc.stdout, proc.stdout[-2000:]  # not skipped
-    with RepackClient(sidecar.target, timeout=120) as client:
+    with RepackClient(loopback.target, timeout=120) as client:
         for case in json.loads((cases / "cases.json").read_text())["cases"]:
             py = python_answers(client, cases / case["snapshot"], cases / case["run"], case["taskUid"])
             for step in STEPS:
@@ -137,11 +137,11 @@ def repackctl(go_bin: Path, target: str, *args: str) -> subprocess.CompletedProc
     return subprocess.run([str(go_bin / "repackctl"), "-target", target, *args], capture_output=True, timeout=120)
 
 
-def test_repackctl_evaluate_plan_filter_on_the_guide(go_bin: Path, sidecar: BackgroundServer, cases: Path) -> None:
+def test_repackctl_evaluate_plan_filter_on_the_guide(go_bin: Path, loopback: BackgroundServer, cases: Path) -> None:
     guide, run = str(cases / "guide.json"), str(cases / "guide-run.json")
     snap, spec = load_snapshot(guide), load_repack_spec(run)
     task = "t-serve-1-worker"
-    with RepackClient(sidecar.target) as client:
+    with RepackClient(loopback.target) as client:
         expected = {
             "evaluate": client.evaluate(service_pb2.EvaluateRequest(snapshot=snap)),
             "plan": client.plan(service_pb2.PlanRequest(snapshot=snap, spec=spec)),
@@ -155,25 +155,25 @@ def test_repackctl_evaluate_plan_filter_on_the_guide(go_bin: Path, sidecar: Back
         "prioritize": ["prioritize", "-snapshot", guide, "-task-uid", task],
     }
     for name, argv in commands.items():
-        proc = repackctl(go_bin, sidecar.target, "-o", "pb", *argv)
+        proc = repackctl(go_bin, loopback.target, "-o", "pb", *argv)
         assert proc.returncode == 0, proc.stderr.decode()
         assert proc.stdout == expected[name].SerializeToString(deterministic=True), name
-    as_json = repackctl(go_bin, sidecar.target, *commands["plan"])
+    as_json = repackctl(go_bin, loopback.target, *commands["plan"])
     assert json_format.Parse(as_json.stdout, service_pb2.PlanResponse()) == expected["plan"]
 
-    health = repackctl(go_bin, sidecar.target, "health")
+    health = repackctl(go_bin, loopback.target, "health")
     assert (health.returncode, health.stdout.strip()) == (0, b"SERVING")
 
 
-def test_repackctl_bad_input_names_the_field(go_bin: Path, sidecar: BackgroundServer, cases: Path) -> None:
+def test_repackctl_bad_input_names_the_field(go_bin: Path, loopback: BackgroundServer, cases: Path) -> None:
     bad = cases / "bad-snapshot.json"
     bad.write_text('{"nodes": [{"name": "n-0", "allocatible": {}}]}')
-    proc = repackctl(go_bin, sidecar.target, "evaluate", "-snapshot", str(bad))
+    proc = repackctl(go_bin, loopback.target, "evaluate", "-snapshot", str(bad))
     assert proc.returncode == 2 and b"allocatible" in proc.stderr and str(bad).encode() in proc.stderr, proc.stderr
 
-    proc = repackctl(go_bin, sidecar.target, "filter", "-snapshot", str(cases / "guide.json"), "-task-uid", "nope")
+    proc = repackctl(go_bin, loopback.target, "filter", "-snapshot", str(cases / "guide.json"), "-task-uid", "nope")
     assert proc.returncode == 1, proc.stderr
     assert b"InvalidArgument" in proc.stderr and b"task_uid" in proc.stderr, proc.stderr
 
-    proc = repackctl(go_bin, sidecar.target, "plan", "-snapshot", str(cases / "guide.json"))
+    proc = repackctl(go_bin, loopback.target, "plan", "-snapshot", str(cases / "guide.json"))
     assert proc.returncode == 2 and b"-run is required" in proc.stderr, proc.stderr

@@ -18,6 +18,8 @@ cache=$(go env GOCACHE 2>/dev/null || true)
 if [ -z "$cache" ] || [ "$cache" = off ] || ! mkdir -p "$cache" 2>/dev/null || [ ! -w "$cache" ]; then
   export GOCACHE="${TMPDIR:-/tmp}/repack-go-cache-$(id -u)"
 fi
+unformatted=$(gofmt -l api client cmd)
+[ -z "$unformatted" ] || { echo "build.sh: not gofmt-clean: $unformatted" >&2; exit 1; }
 go vet ./...
 go build -o "$out/repackctl" ./cmd/repackctl
 go test -c -o "$out/client.test" ./client

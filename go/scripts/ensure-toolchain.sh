@@ -9,7 +9,7 @@
 set -euo pipefail
 packages=(golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
   protoc-gen-go protoc-gen-go-grpc protobuf-compiler libprotobuf-dev)
-gocode=/usr/share/gocode/src
+gocode=${GOCODE:-/usr/share/gocode}/src  # GOCODE: for testing this script
 
 missing() {
   local what=()
