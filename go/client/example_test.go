@@ -1,0 +1,47 @@
+package client_test
+
+import (
+	"context"
+	"log"
+	"time"
+
+	pb "volcano.sh/repack/api/v1alpha1"
+	"volcano.sh/repack/client"
+)
+
+// cycle is what a scheduler plugin would do from OnSessionOpen (go/README.md, design note):
+// upload the cycle's snapshot once and plan on it off the scheduling goroutine, under a deadline
+// shorter than the scheduling period, so a slow or restarting sidecar never delays a cycle.
+// cancel the returned context from the next OnSessionOpen (or OnSessionClose).
+func cycle(c *client.Client, snap *pb.Snapshot, spec *pb.RepackSpec, period time.Duration) context.CancelFunc {
+	ctx, cancel := context.WithTimeout(context.Background(), period*8/10)
+	go func() {
+		defer cancel()
+		opened, err := c.OpenSession(ctx, &pb.OpenSessionRequest{Snapshot: snap, TtlSeconds: 10})
+		if err != nil {
+			log.Printf("repack sidecar unavailable this cycle: %v", err) // schedule as without it
+			return
+		}
+		defer func() { _, _ = c.CloseSession(context.Background(), opened.GetSessionId()) }()
+		plan, err := c.Plan(ctx, &pb.PlanRequest{Source: &pb.PlanRequest_SessionId{SessionId: opened.GetSessionId()}, Spec: spec})
+		if err != nil {
+			log.Printf("no plan this cycle: %v", err)
+			return
+		}
+		log.Printf("would free %d nodes", plan.GetStatus().GetPlan().GetSummary().GetFreedNodeCount())
+	}()
+	return cancel
+}
+
+// Example_cycle dials once (lazily) and runs one cycle; compiled with the tests, not run
+// (it needs a sidecar).
+func Example_cycle() {
+	c, err := client.Dial("127.0.0.1:50151", client.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	spec := &pb.RepackSpec{Mode: pb.RepackSpec_DryRun, Goals: []*pb.RepackGoal{{Resource: "nvidia.com/gpu"}}}
+	cancel := cycle(c, &pb.Snapshot{Name: "session-uid"}, spec, time.Second)
+	defer cancel()
+}
