@@ -7,6 +7,7 @@ with "… and N more"; ``-o wide`` prints every move and every node's reason.
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from sidecar.cli.output import table
 
 #: what the default (not wide) view shows before cutting a list
 FREED_SHOWN = 8
+LINE_WIDTH = 110
 SOURCES_SHOWN = 10
 MESSAGE_WIDTH = 90
 
@@ -57,11 +59,11 @@ def summary(status: plan_pb2.RepackStatus, *, wide: bool) -> list[str]:
         )
     lines.append(frag)
     freed = list(plan.freed_nodes)
-    lines.append(
-        f"Freed nodes: {s.freed_node_count}"
-        + (f" — {_listed(freed, None if wide else FREED_SHOWN)}" if freed else "")
-        + (" (-o wide lists all)" if not wide and len(freed) > FREED_SHOWN else "")
-    )
+    lines.append(f"Freed nodes: {s.freed_node_count}")
+    if freed:
+        listed = _listed(freed, None if wide else FREED_SHOWN)
+        listed += " (-o wide lists all)" if not wide and len(freed) > FREED_SHOWN else ""
+        lines += textwrap.wrap(listed, LINE_WIDTH, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)
     lines.append(
         f"Moves: {pods} pods, {s.moved_card_count:g} cards; {len(pod_groups)} PodGroups disturbed "
         f"({cost.pod_groups_below_min_available} below MinAvailable, {cost.affected_workloads} workloads affected)"
