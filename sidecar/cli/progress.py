@@ -21,6 +21,7 @@ class Progress:
         self.start = time.monotonic()
         self._last = 0.0
         self._width = 0
+        self._phase = ""
 
     def _draw(self, text: str, *, force: bool = False) -> None:
         if not self.enabled:
@@ -36,9 +37,11 @@ class Progress:
 
     def update(self, done: int, total: int) -> None:
         pct = 100.0 * done / total if total else 100.0
-        self._draw(f"{pct:3.0f}% ({done:,}/{total:,})")
+        self._draw(f"{self._phase} {pct:3.0f}% ({done:,}/{total:,})".lstrip())
 
     def step(self, text: str) -> None:
+        """A new phase: shown at once, and in front of the percentages that follow."""
+        self._phase = text
         self._draw(text, force=True)
 
     def close(self) -> None:
