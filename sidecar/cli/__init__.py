@@ -88,6 +88,11 @@ def cmd_plan(ns: argparse.Namespace) -> int:
         lambda: plan_table(status, wide=wide, headers=not ns.no_headers),
         wrap_status=True,
     )
+    if ns.html:
+        from sidecar.cli.htmlreport import write_report
+
+        drawn = write_report(snapshot, spec, status, ns.html)
+        print(f"wrote {ns.html}: {drawn} nodes before and after the plan", file=sys.stderr)
     return 0
 
 

@@ -99,6 +99,7 @@ def build(handlers: Mapping[str, Handler], description: str | None = None) -> ar
         "-o", "--output", choices=("table", "wide", "json", "yaml"), default="table", help="wide: every move and node"
     )
     pl.add_argument("--no-headers", action="store_true", help="tables without their header lines")
+    pl.add_argument("--html", metavar="FILE", help="also write a self-contained HTML picture of before/after")
     pl.set_defaults(func=handlers["plan"])
 
     dm = sub.add_parser("demo", help="plan the built-in fragmented cluster (--execute: repack one end to end)")
