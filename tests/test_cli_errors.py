@@ -43,6 +43,7 @@ def closed_port() -> int:
     ("argv", "expected"),
     [
         (["--log-level", "loud", "evaluate", "--snapshot", GUIDE], "--log-level: invalid choice: 'loud'"),
+        (["evaluate", "--snapshot", GUIDE, "--log-level", "loud"], "--log-level: invalid choice: 'loud'"),
         (["serve", "--session-ttl", "nan"], "--session-ttl: must be a finite number, got 'nan'"),
         (["serve", "--grace", "inf"], "--grace: must be a finite number"),
         (["serve", "--workers", "four"], "--workers: invalid int value: 'four'"),
@@ -60,8 +61,10 @@ def test_usage_errors_are_one_line_with_exit_2(
     assert "usage:" not in captured.err
 
 
-def test_log_level_is_case_insensitive(capsys: pytest.CaptureFixture[str]) -> None:
+def test_log_flags_are_case_insensitive_before_or_after_the_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--log-level", "WARNING", "evaluate", "--snapshot", GUIDE]) == 0
+    assert "33.3%" in capsys.readouterr().out
+    assert main(["evaluate", "--snapshot", GUIDE, "--log-level", "Error", "--log-format", "json"]) == 0  # after it too
     assert "33.3%" in capsys.readouterr().out
 
 

@@ -6,7 +6,7 @@ import argparse
 import math
 import sys
 from collections.abc import Callable, Mapping
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from sidecar.cli.demo import DEMO
 from sidecar.watcher.args import watch_arguments
@@ -50,15 +50,28 @@ def version() -> str:
         return "unknown (not installed)"
 
 
+def _log_flags(p: argparse.ArgumentParser, default: Any) -> None:
+    p.add_argument("--log-format", choices=("auto", "json", "console"), default=default or "auto")
+    p.add_argument(
+        "--log-level", type=str.lower, choices=LOG_LEVELS, default=default, help="default: info (warning for demo)"
+    )
+
+
 def build(handlers: Mapping[str, Handler], description: str | None = None) -> argparse.ArgumentParser:
     """The whole command tree; ``handlers`` maps each command to its function (they live in other modules)."""
     p = OneLineParser(prog=PROG, description=description)
     p.add_argument("--version", action="version", version=f"{PROG} {version()} (Python {sys.version.split()[0]})")
-    p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
-    p.add_argument("--log-level", type=str.lower, choices=LOG_LEVELS, help="default: info (warning for demo)")
+    _log_flags(p, None)
+    # the log flags are accepted after the command too (`serve --log-level debug`), as people write them
+    common = OneLineParser(add_help=False)
+    _log_flags(common, argparse.SUPPRESS)
+
+    def leaf(subs: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return subs.add_parser(name, parents=[common], **kwargs)  # type: ignore[no-any-return]
+
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("serve", help="run the gRPC server")
+    s = leaf(sub, "serve", help="run the gRPC server")
     s.add_argument("--host")
     s.add_argument("--port", type=int)
     s.add_argument("--metrics-port", type=int, help="-1 disables /metrics")
@@ -76,14 +89,14 @@ def build(handlers: Mapping[str, Handler], description: str | None = None) -> ar
     )
     s.set_defaults(func=handlers["serve"])
 
-    h = sub.add_parser("health", help="check a running sidecar's health (exit 0 when SERVING)")
+    h = leaf(sub, "health", help="check a running sidecar's health (exit 0 when SERVING)")
     h.add_argument("--target")  # default: 127.0.0.1 on the serve port
     h.add_argument("--service", default="", help='"" for the whole server, or a service name')
     h.add_argument("--timeout", type=finite_float, default=2.0)
     h.set_defaults(func=handlers["health"])
 
     snapshot_help = "JSON/YAML (a Snapshot or a request body {snapshot: ...}; quantity strings allowed) or .pb"
-    e = sub.add_parser("evaluate", help="fragmentation per resource of a snapshot file")
+    e = leaf(sub, "evaluate", help="fragmentation per resource of a snapshot file")
     e.add_argument("--snapshot", required=True, help=snapshot_help)
     e.add_argument("--resource", action="append", help="repeatable; default: every scalar resource")
     e.add_argument("--server", help="host:port of a running sidecar (default: in-process)")
@@ -91,7 +104,7 @@ def build(handlers: Mapping[str, Handler], description: str | None = None) -> ar
     e.add_argument("--no-headers", action="store_true", help="table without its header line")
     e.set_defaults(func=handlers["evaluate"])
 
-    pl = sub.add_parser("plan", help="plan a RepackRun (prints its status)")
+    pl = leaf(sub, "plan", help="plan a RepackRun (prints its status)")
     pl.add_argument("--snapshot", required=True, help=snapshot_help)
     pl.add_argument("--run", required=True, help="RepackRun YAML, {spec: ...}, or a bare spec")
     pl.add_argument("--server", help="host:port of a running sidecar (default: in-process)")
@@ -102,7 +115,7 @@ def build(handlers: Mapping[str, Handler], description: str | None = None) -> ar
     pl.add_argument("--html", metavar="FILE", help="also write a self-contained HTML picture of before/after")
     pl.set_defaults(func=handlers["plan"])
 
-    dm = sub.add_parser("demo", help="plan the built-in fragmented cluster (--execute: repack one end to end)")
+    dm = leaf(sub, "demo", help="plan the built-in fragmented cluster (--execute: repack one end to end)")
     dm.add_argument("--offline", action="store_true", help="skip the loopback server")
     dm.add_argument(
         "--execute", action="store_true", help="repack the guide's cluster end to end (sandbox + sidecar + watcher)"
@@ -112,7 +125,7 @@ def build(handlers: Mapping[str, Handler], description: str | None = None) -> ar
 
     sn = sub.add_parser("snapshot", help="snapshot tools")
     snsub = sn.add_subparsers(dest="snapshot_command", required=True)
-    sy = snsub.add_parser("synth", help="generate a seeded fragmented cluster")
+    sy = leaf(snsub, "synth", help="generate a seeded fragmented cluster")
     sy.add_argument("--nodes", type=int, default=DEMO.nodes)
     sy.add_argument("--cards-per-node", type=int, default=DEMO.cards_per_node)
     sy.add_argument("--fill", type=finite_float, default=DEMO.fill)
@@ -121,7 +134,7 @@ def build(handlers: Mapping[str, Handler], description: str | None = None) -> ar
     sy.add_argument("--cpu-pods-per-node", type=finite_float, default=0.5)
     sy.add_argument("--out", default="-", help="file (.json, .yaml or .pb) or - for stdout (JSON)")
     sy.set_defaults(func=handlers["synth"])
-    ft = snsub.add_parser("from-trace", help="replay a public trace into a snapshot (openb, dlrm)")
+    ft = leaf(snsub, "from-trace", help="replay a public trace into a snapshot (openb, dlrm)")
     ft.add_argument("trace", choices=("openb", "dlrm"))
     ft.add_argument("--traces", default="../shared/traces", help="folder holding openb/ and dlrm2025/")
     ft.add_argument("--pods-file", default="openb_pod_list_default.csv", help="openb pod list")
@@ -132,7 +145,7 @@ def build(handlers: Mapping[str, Handler], description: str | None = None) -> ar
     ft.add_argument("--out", default="-", help="file (.json, .yaml or .pb); default -: JSON on stdout")
     ft.set_defaults(func=handlers["from_trace"])
     sb = sub.add_parser("sandbox", help="a Kubernetes sandbox without a cluster")
-    sbs = sb.add_subparsers(dest="sandbox_command", required=True).add_parser("serve", help="the API server emulator")
+    sbs = leaf(sb.add_subparsers(dest="sandbox_command", required=True), "serve", help="the API server emulator")
     sbs.add_argument("--port", type=int, default=0, help="0: a free port")
     sbs.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
     sbs.add_argument("--load", help="snapshot file whose nodes, pods, PodGroups and PDBs to create")
@@ -140,7 +153,7 @@ def build(handlers: Mapping[str, Handler], description: str | None = None) -> ar
         "--control-plane", action="store_true", help="also run the simulated scheduler, kubelet, controllers"
     )
     sbs.set_defaults(func=handlers["sandbox_serve"])
-    w = sub.add_parser("watch", help="the RepackRun controller (DryRun) on a cluster, leader-elected")
+    w = leaf(sub, "watch", help="the RepackRun controller (DryRun) on a cluster, leader-elected")
     watch_arguments(w)
     w.set_defaults(func=handlers["watch"])
     return p
