@@ -105,6 +105,9 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         extender_host=_given(ns.extender_host, d.extender_host),
         extender_timeout_seconds=_given(ns.extender_timeout, d.extender_timeout_seconds),
     )
+    _check_port(config.host, config.port, "--host/--port")
+    _check_port(config.metrics_host, config.metrics_port, "--metrics-host/--metrics-port")
+    _check_port(config.extender_host, config.extender_port, "--extender-host/--extender-port")
     try:
         asyncio.run(serve(config))
     except RuntimeError as exc:
@@ -120,6 +123,26 @@ def cmd_serve(ns: argparse.Namespace) -> int:
             f"that port? (--metrics-port/--extender-port; -1 turns them off)"
         ) from exc
     return 0
+
+
+def _check_port(host: str, port: int, flags: str) -> None:
+    """Fail before starting anything when a fixed port is taken, naming it (gRPC would log and raise a generic error).
+
+    A pre-check only: a port taken in between still fails in the server, and is reported there.
+    """
+    import socket
+
+    if port <= 0 or "[" in host:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do: TIME_WAIT is no conflict
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise OSError(
+                f"cannot listen on {host}:{port} ({flags}): {exc.strerror or exc}; is another process using that port?"
+            ) from exc
 
 
 def cmd_health(ns: argparse.Namespace) -> int:
