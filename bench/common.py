@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import statistics
 import time
@@ -10,7 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+#: where benchmark results go by default; ``REPACK_BENCH_OUT`` overrides it (the smoke tests point it at a
+#: temporary folder, so a toy-size run never replaces real numbers)
 OUT = Path(__file__).resolve().parent / "out"
+
+
+def out_dir() -> Path:
+    return Path(os.environ.get("REPACK_BENCH_OUT") or OUT)
 
 
 def median_seconds(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> tuple[float, list[float]]:
@@ -31,7 +38,8 @@ def machine() -> str:
 
 
 def save(name: str, data: dict[str, Any]) -> Path:
-    OUT.mkdir(exist_ok=True)
-    path = OUT / f"{name}.json"
+    out = out_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}.json"
     path.write_text(json.dumps(data, indent=2) + "\n")
     return path

@@ -28,11 +28,12 @@ from bench.quality import optimum
 from bench.shapes import TRACES
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.api.v1alpha1 import spec_pb2
+from sidecar.cli.progress import Progress
 from sidecar.mirror.core import Mirror
 from sidecar.repack.fragmentation import fragmentation
 from sidecar.repack.planner import Planner
 from sidecar.repack.spec import RunSpec, validate
-from sidecar.scenarios.traces import Stop, dlrm_snapshot, openb_snapshot
+from sidecar.scenarios.traces import Stop, dlrm_pods, openb_pods, replay
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.state import ClusterState
 
@@ -113,11 +114,14 @@ def main(argv: list[str] | None = None) -> int:
     ratios_all: list[float] = []
     pareto_plots: list[str] = []
     start = time.perf_counter()
+    progress = Progress("bench.report")  # a live line on a terminal only; the run takes minutes
     for k, (title, pods_file, fill) in enumerate(scenarios):
+        progress.step(f"scenario {k + 1}/{len(scenarios)} {title}: replaying the trace")
         if pods_file == "dlrm":
-            snap, stats = dlrm_snapshot(TRACES / "dlrm2025", Stop(at_fill=fill))
+            pods, times = dlrm_pods(TRACES / "dlrm2025")
         else:
-            snap, stats = openb_snapshot(openb, Stop(at_fill=fill), pods_file=pods_file)
+            pods, times = openb_pods(openb, pods_file)
+        snap, stats = replay(pods, times, Stop(at_fill=fill), progress=progress.update)
         state = decode(snap)
         f = fragmentation(state, GPU)
         lines += [
@@ -137,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             curve: list[B.Outcome] = []
             ours_proposal = B.Proposal("none", [])
             for fn in METHODS:
+                progress.step(f"scenario {k + 1}/{len(scenarios)} {title}: {fn.__name__}, budget {budget or 'none'}")
                 t0 = time.perf_counter()
                 prop = fn(state, run)
                 prop.seconds = time.perf_counter() - t0
@@ -198,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         gpu_nodes = [i for i, n in enumerate(snap.nodes) if n.allocatable.get(GPU, 0) > 0]
         ratios = []
         skipped = 0
-        for _ in range(cuts):
+        for c in range(cuts):
+            progress.step(f"scenario {k + 1}/{len(scenarios)} {title}: exact optimum, cut {c + 1}/{cuts}")
             chosen = sorted(rng.choice(gpu_nodes, size=min(40, len(gpu_nodes)), replace=False).tolist())
             sub = decode(cut(snap, chosen))
             run = validate(spec(None))
@@ -228,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [1000, 2000, 5000] if ns.quick else [1000, 2000, 5000, 10000, 20000]
     plan_ms, decode_ms, mb = [], [], []
     for n in sizes:
+        progress.step(f"size curve: {n:,} nodes")
         synth = build(n, 10 * n, 1)
         data = synth.SerializeToString()
         mb.append(len(data) / 1e6)
@@ -237,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         Planner(Mirror(st), validate(spec(None))).plan()
         plan_ms.append((time.perf_counter() - t0) * 1e3)
+    progress.close()
     line(
         sizes,
         plan_ms,

@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from bench import decode
+from bench.common import OUT, out_dir
+
+
+@pytest.fixture(autouse=True)
+def toy_results_elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Smoke runs write their toy-size results under tmp_path; bench/out keeps the real numbers."""
+    before = {p: p.stat().st_mtime_ns for p in OUT.glob("*.json")}
+    monkeypatch.setenv("REPACK_BENCH_OUT", str(tmp_path / "out"))
+    yield tmp_path / "out"
+    assert {p: p.stat().st_mtime_ns for p in OUT.glob("*.json")} == before, "a smoke test wrote to bench/out"
 
 
 def test_decode_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -97,7 +109,7 @@ def test_watcher_execute_benchmark_runs_on_the_guide_cluster(capsys: pytest.Capt
     assert "without gates: 1 runs, " in out  # bare rebuilt pods race the scheduler: any outcome
     assert "with gates: 1 runs, Succeeded/ExecutionCompleted x1" in out
     assert "gates: wall time" in out
-    saved = json.loads((watcher_execute.ROOT / "bench" / "out" / "watcher_execute_guide.json").read_text())
+    saved = json.loads((out_dir() / "watcher_execute_guide.json").read_text())
     for runs in saved["runs"].values():
         (run,) = runs
         assert run["relocations"] == 2 and run["evicted"] == 2 and run["plan_freed_nodes"] == 1

@@ -78,7 +78,7 @@ def test_plan_prints_the_repackrun_status(capsys: pytest.CaptureFixture[str]) ->
     assert status["plan"]["summary"]["fragAfterPercent"] == 0
     assert main(["plan", "--snapshot", GUIDE, "--run", run_file]) == 0
     table = capsys.readouterr().out
-    assert "ascend-batch-training-worker-0  ascend-node-01  ascend-node-02" in table
+    assert "ascend-node-01  ascend-batch-training-worker-0  ascend-node-02" in table
 
 
 def test_plan_rejects_a_bad_run_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -381,9 +381,10 @@ def test_watch_without_a_cluster_is_a_one_line_error(
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     assert main(["watch", "--in-process", "--once"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: --kubeconfig: not given, and no in-cluster config") and "\n" not in err
+    assert err.startswith("repack-sidecar: error: --kubeconfig: not given, and no in-cluster config")
+    assert "\n" not in err
     assert main(["watch", "--in-process", "--once", "--kubeconfig", str(tmp_path / "missing")]) == 2
-    assert capsys.readouterr().err.startswith(f"error: --kubeconfig: {tmp_path / 'missing'}")
+    assert capsys.readouterr().err.startswith(f"repack-sidecar: error: --kubeconfig: {tmp_path / 'missing'}")
     assert main(["watch", "--in-process", "--lease-duration", "5", "--renew-deadline", "6"]) == 2
     assert "lease duration > renew deadline" in capsys.readouterr().err
 

@@ -9,7 +9,8 @@ import asyncio
 from typing import Any
 
 from sidecar.api.v1alpha1 import plan_pb2, service_pb2
-from sidecar.cli.output import fragmentation_table, plan_table
+from sidecar.cli.output import fragmentation_table
+from sidecar.cli.plantable import plan_table
 from sidecar.scenarios.synth import SynthOptions
 
 DEMO = SynthOptions(nodes=24, cards_per_node=8, fill=0.55, seed=2026, name="demo")

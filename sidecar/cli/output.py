@@ -3,27 +3,29 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import yaml
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from sidecar.api.v1alpha1 import plan_pb2, service_pb2
+from sidecar.api.v1alpha1 import service_pb2
 
 
 def to_dict(message: Message) -> Any:
     return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
 
 
-def table(rows: list[list[str]], header: list[str]) -> str:
+def table(rows: Sequence[Sequence[str]], header: Sequence[str], *, headers: bool = True) -> str:
+    """Columns padded to their widest cell; ``headers=False`` drops the header line (for scripts: --no-headers)."""
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
-    lines = ["  ".join(str(h).ljust(w) for h, w in zip(header, widths, strict=True))]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    body = [list(header), *rows] if headers else list(rows)
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in body]
     return "\n".join(line.rstrip() for line in lines)
 
 
-def fragmentation_table(response: service_pb2.EvaluateResponse) -> str:
+def fragmentation_table(response: service_pb2.EvaluateResponse, *, headers: bool = True) -> str:
     rows = [
         [
             f.resource,
@@ -35,44 +37,19 @@ def fragmentation_table(response: service_pb2.EvaluateResponse) -> str:
         ]
         for f in response.resources
     ]
-    return table(rows, ["RESOURCE", "PROVIDING", "OCCUPIED", "MINIMUM", "FRAGMENTATION", "ALLOCATED"])
+    header = ["RESOURCE", "PROVIDING", "OCCUPIED", "MINIMUM", "FRAGMENTATION", "ALLOCATED"]
+    return table(rows, header, headers=headers)
 
 
-def emit(message: Message, fmt: str, table: str, *, wrap_status: bool = False) -> None:
-    """JSON/YAML print the message; a plan prints as the RepackRun's ``status:`` block."""
+def emit(message: Message, fmt: str, table: str | Callable[[], str], *, wrap_status: bool = False) -> None:
+    """JSON/YAML print the message (a plan as the RepackRun's ``status:`` block); the table is built only if shown."""
+    if fmt == "table":
+        print(table() if callable(table) else table)
+        return
     data: dict[str, Any] = to_dict(message)
     if wrap_status:
         data = {"status": data}
     if fmt == "json":
         print(json.dumps(data, indent=2))
-    elif fmt == "yaml":
-        print(yaml.safe_dump(data, sort_keys=False), end="")
     else:
-        print(table)
-
-
-def plan_table(status: plan_pb2.RepackStatus) -> str:
-    cond = status.conditions[0]
-    summary = status.plan.summary
-    lines = [
-        f"Result: {cond.reason} — {cond.message}",
-        f"Fragmentation of {summary.resource}: {summary.frag_before_percent:g}% -> {summary.frag_after_percent:g}%; "
-        f"freed nodes {summary.freed_node_count}; moved cards {summary.moved_card_count:g}; "
-        f"scope: {summary.resolved_scope.pod_group_count} PodGroups, {summary.resolved_scope.node_count} nodes",
-    ]
-    if status.plan.moves:
-        rows = [
-            [
-                f"{m.owner.kind}/{m.owner.name}",
-                f"{m.namespace}/{m.pod_group_name}",
-                p.name,
-                p.from_node,
-                p.to_node,
-                f"{p.cards:g}",
-            ]
-            for m in status.plan.moves
-            for p in m.pods
-        ]
-        lines += ["", table(rows, ["OWNER", "PODGROUP", "POD", "FROM", "TO", "CARDS"])]
-        lines += ["", "Freed nodes: " + ", ".join(status.plan.freed_nodes)]
-    return "\n".join(lines)
+        print(yaml.safe_dump(data, sort_keys=False), end="")
