@@ -1,10 +1,76 @@
-"""API-server validation of pod constraints that the snapshot carries (what a real cluster could
-never hold, so a snapshot holding it is a caller's mistake, answered as InputError)."""
+"""What a real cluster could never hold, so a snapshot holding it is a caller's mistake, answered
+as InputError naming the field: API-server validation of pod constraints, quantities outside
+int64, task columns of different lengths."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
+import numpy as np
+
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
+from sidecar.snapshot.units import MAX_QUANTITY
+
+
+def quantity(path: str, value: float) -> float:
+    if not math.isfinite(value):
+        raise InputError(path, f"quantity must be finite, got {value}")
+    if value < 0:
+        raise InputError(path, f"negative quantity {value:g}")
+    if value >= MAX_QUANTITY:
+        raise InputError(path, f"quantity {value:.4g} is not below 2^63 (int64 in Volcano units)")
+    return value
+
+
+def check_quantities(path: str, values: np.ndarray) -> None:
+    """Every value finite, non-negative and below 2^63; ``path`` gets the first bad one's index."""
+    bad = np.flatnonzero(~(values >= 0) | ~(values < MAX_QUANTITY))  # NaN fails both
+    if bad.size:
+        i = int(bad[0])
+        quantity(f"{path}[{i}]", float(values[i]))
+
+
+def check_totals(row: Callable[[int, str], str], matrix: np.ndarray, resources: tuple[str, ...], what: str) -> None:
+    """Sums over rows stay below 2^63 in every column (pods' +inf excepted), so no int64 sum of any
+    subset (a node's load, a cluster's allocation) can wrap; names the row where a total passes it."""
+    finite = np.where(np.isfinite(matrix), matrix, 0.0)
+    over = np.flatnonzero(finite.sum(axis=0) >= MAX_QUANTITY)
+    if over.size:
+        j = int(over[0])
+        i = int(np.argmax(np.cumsum(finite[:, j]) >= MAX_QUANTITY))
+        raise InputError(row(i, resources[j]), f'the total {what} of "{resources[j]}" reaches 2^63 Volcano units here')
+
+
+#: TaskColumns' per-task columns: every one holds one entry per column task
+_REQUIRED_COLUMNS = ("uid", "name", "namespace", "node", "status", "pod_group", "priority", "profile")
+#: per-task columns that may also be left empty (nonzero_cpu and nonzero_memory only together)
+_OPTIONAL_COLUMNS = ("role", "nonzero_cpu", "nonzero_memory")
+
+
+def column_count(cols: pb.TaskColumns) -> int:
+    """How many column tasks there are: the longest column, which every required column must
+    match (an optional one may be empty). A short column would otherwise shift or drop values."""
+    lengths = {f: len(getattr(cols, f)) for f in _REQUIRED_COLUMNS + _OPTIONAL_COLUMNS}
+    lengths.update({f"requests[{j}].values": len(c.values) for j, c in enumerate(cols.requests)})
+    longest = max(lengths, key=lambda f: lengths[f])
+    n = lengths[longest]
+    if n == 0:
+        return 0
+    for f, got in lengths.items():
+        optional = f in _OPTIONAL_COLUMNS and got == 0
+        if got != n and not optional:
+            wanted = f"0 or {n}" if f in _OPTIONAL_COLUMNS else str(n)
+            raise InputError(
+                f"task_columns.{f}", f"{got} entries, expected {wanted} (one per task: task_columns.{longest} has {n})"
+            )
+    if (lengths["nonzero_cpu"] == 0) != (lengths["nonzero_memory"] == 0):
+        empty = "nonzero_cpu" if lengths["nonzero_cpu"] == 0 else "nonzero_memory"
+        raise InputError(
+            f"task_columns.{empty}", f"0 entries, expected {n} (nonzero_cpu and nonzero_memory go together)"
+        )
+    return n
 
 
 def validate_profile(profile: pb.TaskProfile, path: str) -> None:
