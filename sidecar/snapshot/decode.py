@@ -17,7 +17,14 @@ from sidecar.snapshot.ledger import build_ledger
 from sidecar.snapshot.state import ClusterState, nonzero_fallback
 from sidecar.snapshot.taskstatus import VALID as VALID_STATUS
 from sidecar.snapshot.units import BASE_RESOURCES, MAX_QUANTITY, PODS
-from sidecar.snapshot.validation import check_quantities, check_totals, column_count, quantity, validate_profile
+from sidecar.snapshot.validation import (
+    check_quantities,
+    check_totals,
+    column_count,
+    quantity,
+    validate_pdbs,
+    validate_profile,
+)
 
 _TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
 
@@ -186,6 +193,7 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
     n_res = len(resources)
     alloc = _alloc_matrix(node_alloc, res_index)
     pg_index = _decode_pod_groups(snap)
+    validate_pdbs(snap.pdbs)
 
     ns = _Interner()
     ns_labels: list[dict[str, str]] = []
