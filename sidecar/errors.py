@@ -11,6 +11,8 @@ MAX_QUOTED = 128
 MAX_PART = 1024
 ELLIPSIS = "…"
 
+#: a double-quoted piece longer than MAX_QUOTED (how messages quote names; anything else
+#: unquoted is covered by MAX_PART — apostrophes in prose make single quotes ambiguous)
 _QUOTED = re.compile(rf'"([^"]{{{MAX_QUOTED + 1},}})"')
 
 

@@ -57,7 +57,7 @@ def test_unknown_spec_mode_names_the_field() -> None:
 def test_columns_without_uid_are_refused_not_misnamed() -> None:
     with pytest.raises(InputError) as err:
         service_call("evaluate", {"snapshot": {"taskColumns": {"name": ["x"]}}})
-    assert str(err.value) == "task_columns.uid: 0 entries, expected 1 (one per task: task_columns.name has 1)"
+    assert str(err.value) == "task_columns.uid: has 0 entries, expected 1 (one per task: task_columns.name has 1)"
 
 
 PER_TASK = ("uid", "name", "namespace", "node", "status", "pod_group", "priority", "profile")
@@ -86,14 +86,16 @@ def test_every_column_length_mismatch_names_the_column(column: str, change: str)
         assert f"task_columns.{column if column != 'requests' else 'requests[1].values'} has {n + 1}" in str(err.value)
     else:
         assert err.value.field == field, str(err.value)
-        assert f"{n - 1} entries, expected" in err.value.problem
+        assert f"has {n - 1} entries, expected" in err.value.problem
 
 
 def test_optional_columns_may_be_empty_but_not_half_given() -> None:
     snap = synth(SynthOptions(nodes=4, fill=0.5, seed=1))
     n = len(snap.task_columns.uid)
     snap.task_columns.nonzero_cpu.extend([100.0] * n)
-    with pytest.raises(InputError, match=r"^task_columns\.nonzero_memory: 0 entries, expected \d+ \(nonzero_cpu and"):
+    with pytest.raises(
+        InputError, match=r"^task_columns\.nonzero_memory: has 0 entries, expected \d+ \(nonzero_cpu and"
+    ):
         decode(snap)
 
 
@@ -379,3 +381,26 @@ def test_python_warnings_reach_the_log_as_json_lines() -> None:
     events = [json.loads(line) for line in lines]  # every line is JSON
     assert {e["category"] for e in events} == {"RuntimeWarning"} and len(events) == 2
     assert all(e["event"] == "python_warning" and e["level"] == "warning" for e in events)
+
+
+def test_request_cells_are_limited_so_a_small_request_cannot_claim_gigabytes() -> None:
+    """One node naming 250 resources and 200 tasks: 200 x 253 cells, over a limit of 40,000."""
+    snap = snapshot([node("a")], [task(f"t{i}", "a") for i in range(200)])
+    for i in range(250):
+        snap.nodes[0].allocatable[f"example.com/r{i}"] = 1.0
+    decode(snap)
+    with pytest.raises(InputError, match=r"^tasks: 200 tasks x 254 resource names = 50800 request cells exceed"):
+        decode(snap, Limits(max_task_cells=40_000))
+
+
+@pytest.mark.parametrize("field", ["requests", "nonzero_requests"])
+def test_an_inline_filter_task_has_the_same_quantity_bounds(field: str) -> None:
+    mirror = Mirror(decode(snapshot([node("a")], [])))
+    message = pb.Task(name="p", namespace="default")
+    if field == "requests":
+        message.requests[GPU] = 1e19
+    else:
+        message.nonzero_requests.memory = 1e19
+    with pytest.raises(InputError, match="not below 2\\^63") as err:
+        mirror.subject_from_message(message)
+    assert err.value.field == (f'task.requests["{GPU}"]' if field == "requests" else "task.nonzero_requests.memory")

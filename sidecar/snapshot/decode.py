@@ -38,6 +38,10 @@ class Limits:
     #: Distinct resource names over all nodes and tasks: the node and task matrices have one
     #: column each, so this bounds their memory (a real cluster has a few dozen).
     max_resources: int = 256
+    #: Tasks x resources: the request matrix's cells (8 bytes each, a few copies while planning).
+    #: A small row-form request naming many resources on one node would otherwise cost far more
+    #: memory than its size suggests; 2M tasks x 10 resources still fit.
+    max_task_cells: int = 20_000_000
 
 
 def _decode_nodes(snap: pb.Snapshot, limits: Limits) -> tuple[list[str], dict[str, int], list[dict[str, float]]]:
@@ -211,6 +215,12 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
     n_tasks = n_col + n_row
     if n_tasks > limits.max_tasks:
         raise InputError("tasks", f"{n_tasks} tasks exceed the limit of {limits.max_tasks}")
+    if n_tasks * n_res > limits.max_task_cells:
+        raise InputError(
+            "tasks",
+            f"{n_tasks} tasks x {n_res} resource names = {n_tasks * n_res} request cells exceed the limit of "
+            f"{limits.max_task_cells} (name fewer resources or send fewer tasks)",
+        )
 
     profiles: list[pb.TaskProfile] = list(snap.profiles)
     uid = list(cols.uid)

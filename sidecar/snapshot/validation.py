@@ -63,12 +63,13 @@ def column_count(cols: pb.TaskColumns) -> int:
         if got != n and not optional:
             wanted = f"0 or {n}" if f in _OPTIONAL_COLUMNS else str(n)
             raise InputError(
-                f"task_columns.{f}", f"{got} entries, expected {wanted} (one per task: task_columns.{longest} has {n})"
+                f"task_columns.{f}",
+                f"has {got} entries, expected {wanted} (one per task: task_columns.{longest} has {n})",
             )
     if (lengths["nonzero_cpu"] == 0) != (lengths["nonzero_memory"] == 0):
         empty = "nonzero_cpu" if lengths["nonzero_cpu"] == 0 else "nonzero_memory"
         raise InputError(
-            f"task_columns.{empty}", f"0 entries, expected {n} (nonzero_cpu and nonzero_memory go together)"
+            f"task_columns.{empty}", f"has 0 entries, expected {n} (nonzero_cpu and nonzero_memory go together)"
         )
     return n
 
