@@ -404,3 +404,19 @@ def test_an_inline_filter_task_has_the_same_quantity_bounds(field: str) -> None:
     with pytest.raises(InputError, match="not below 2\\^63") as err:
         mirror.subject_from_message(message)
     assert err.value.field == (f'task.requests["{GPU}"]' if field == "requests" else "task.nonzero_requests.memory")
+
+
+def test_a_supplement_with_a_bad_pdb_is_refused_up_front_and_changes_nothing() -> None:
+    service = RepackService()
+    bad = service_pb2.SupplementRequest(pdbs=[pb.PodDisruptionBudget(namespace="default")])
+    with pytest.raises(InputError, match=r"^pdbs\[0\]\.name: missing$"):
+        service.supplement(bad, Deadline.none())
+    # a session published afterwards is not poisoned by the refused supplement
+    session = service.publish("latest", snapshot([node("a")], [task("p", "a")]), Deadline.none())
+    assert session.state.pdbs == []
+
+
+def test_evaluate_refuses_a_repeated_resource_rather_than_repeating_the_work() -> None:
+    request = service_pb2.EvaluateRequest(snapshot=snapshot([node("a")], [task("p", "a")]), resources=[GPU] * 10_000)
+    with pytest.raises(InputError, match=rf'^resources\[1\]: duplicate resource "{GPU}" \(first at resources\[0\]\)$'):
+        RepackService().evaluate(request, Deadline.none())
