@@ -35,11 +35,11 @@ def check_quantities(path: str, values: np.ndarray) -> None:
 def check_totals(row: Callable[[int, str], str], matrix: np.ndarray, resources: tuple[str, ...], what: str) -> None:
     """Sums over rows stay below 2^63 in every column (pods' +inf excepted), so no int64 sum of any
     subset (a node's load, a cluster's allocation) can wrap; names the row where a total passes it."""
-    finite = np.where(np.isfinite(matrix), matrix, 0.0)
-    over = np.flatnonzero(finite.sum(axis=0) >= MAX_QUANTITY)
+    totals = matrix.sum(axis=0)  # entries are validated finite, but for pods' +inf
+    over = np.flatnonzero((totals >= MAX_QUANTITY) & (totals < np.inf))
     if over.size:
         j = int(over[0])
-        i = int(np.argmax(np.cumsum(finite[:, j]) >= MAX_QUANTITY))
+        i = int(np.argmax(np.cumsum(matrix[:, j]) >= MAX_QUANTITY))
         raise InputError(row(i, resources[j]), f'the total {what} of "{resources[j]}" reaches 2^63 Volcano units here')
 
 
