@@ -257,7 +257,7 @@ def test_fuzz_service_in_process() -> None:
 
     run()
     served = tally.calls - tally.outcomes.get("unparsable", 0)
-    assert tally.calls == 2200 and served >= 1200, tally.outcomes
+    assert tally.calls >= 2000 and served >= 1200, tally.outcomes
     # the mutations reach past the parser and both ways through the service
     assert tally.outcomes.get("ok", 0) >= 100 and tally.outcomes.get("invalid", 0) >= 100, tally.outcomes
     grown = _rss_mib() - rss_before
