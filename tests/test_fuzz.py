@@ -15,6 +15,7 @@ import json
 import re
 import resource
 import time
+import warnings
 from importlib import resources
 from typing import Any
 
@@ -226,7 +227,8 @@ def _rss_mib() -> float:
 
 
 def test_fuzz_service_in_process() -> None:
-    """The service itself (no transport), for volume: only InputError/NotFound/DeadlineExceeded escape."""
+    """The service itself (no transport), for volume: only InputError/NotFound/DeadlineExceeded escape,
+    and no arithmetic warns (a numpy RuntimeWarning is an error here)."""
     service = RepackService(ServiceLimits(max_sessions=4))
     tally = Tally()
     rss_before = _rss_mib()
@@ -255,7 +257,9 @@ def test_fuzz_service_in_process() -> None:
         except (NotFound, DeadlineExceeded):
             tally.add("other")
 
-    run()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # overflow/invalid arithmetic fails the case
+        run()
     served = tally.calls - tally.outcomes.get("unparsable", 0)
     assert tally.calls >= 2000 and served >= 1200, tally.outcomes
     # the mutations reach past the parser and both ways through the service
