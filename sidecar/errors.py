@@ -6,9 +6,10 @@ import re
 
 #: Longest piece of user input an error message quotes; longer ones keep their head and an ellipsis.
 MAX_QUOTED = 128
-#: Longest field path or problem text kept whole: a gRPC trailer over 8-16 KiB reaches clients as
-#: RESOURCE_EXHAUSTED instead of the error, so a message stays far below that.
-MAX_PART = 1024
+#: Most UTF-8 bytes kept of a field path or of a problem. gRPC sends the message percent-encoded
+#: in a trailer (a non-ASCII byte takes three) and a trailer over 8-16 KiB reaches clients as
+#: RESOURCE_EXHAUSTED instead of the error, so a whole message stays within about 3 KiB.
+MAX_PART = 512
 ELLIPSIS = "…"
 
 #: a double-quoted piece longer than MAX_QUOTED (how messages quote names; anything else
@@ -21,12 +22,20 @@ def clip(text: str, limit: int = MAX_QUOTED) -> str:
     return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
 
 
+def _clip_bytes(text: str, limit: int) -> str:
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    return data[: limit - len(ELLIPSIS.encode())].decode(errors="ignore") + ELLIPSIS
+
+
 def bounded(text: str) -> str:
-    """``text`` with every quoted piece over MAX_QUOTED clipped, and at most MAX_PART long, so an
-    error quoting a 20 KB name still fits any transport's error channel."""
+    """``text`` with every quoted piece over MAX_QUOTED characters clipped, and at most MAX_PART
+    bytes long, so an error quoting a 20 KB name still fits any transport's error channel."""
     if len(text) <= MAX_QUOTED:
         return text
-    return clip(_QUOTED.sub(lambda m: f'"{clip(m.group(1))}"', text), MAX_PART)
+    quoted = _QUOTED.sub(lambda m: f'"{_clip_bytes(clip(m.group(1)), 2 * MAX_QUOTED)}"', text)
+    return _clip_bytes(quoted, MAX_PART)
 
 
 class InputError(ValueError):

@@ -35,7 +35,7 @@ from sidecar.service import Deadline, DeadlineExceeded, NotFound, RepackService,
 
 #: a field path as InputError writes it (``snapshot``, ``tasks[3].requests["x"]``, ``$.node``), then ": "
 FIELD_PATH = re.compile(r'^(\$|[A-Za-z_][\w-]*)(\.[A-Za-z_]\w*|\[-?\d+\]|\[".*?"\])*: \S', re.S)
-#: longest error message any answer may carry (two clipped parts and the separator)
+#: most UTF-8 bytes of an error message (two clipped parts and the separator)
 MAX_MESSAGE = 2 * MAX_PART + 2
 CALL_TIMEOUT = 10.0
 
@@ -194,7 +194,7 @@ def parsed(method: str, k: int, ops: list[tuple[int, str, int]]) -> Message | No
 
 def check_invalid_argument(message: str) -> None:
     assert FIELD_PATH.match(message), f"INVALID_ARGUMENT without a field path: {message[:300]!r}"
-    assert len(message) <= MAX_MESSAGE, f"{len(message)}-character message"
+    assert len(message.encode()) <= MAX_MESSAGE, f"{len(message.encode())}-byte message"
 
 
 class Tally:

@@ -323,12 +323,21 @@ def test_error_messages_clip_quoted_input() -> None:
     assert f'"{"x" * (MAX_QUOTED - 1)}…"' in err.field and err.problem.endswith('"')
     assert bounded("short") == "short"
     unquoted = InputError("spec", "y" * 50_000)
-    assert len(unquoted.problem) == MAX_PART and unquoted.problem.endswith("…")
+    assert len(unquoted.problem.encode()) == MAX_PART and unquoted.problem.endswith("…")
+    wide = InputError(f'a["{"é" * 20_000}"]', "😀" * 20_000)  # bytes count: gRPC percent-encodes them
+    assert len(wide.field.encode()) <= MAX_PART and len(wide.problem.encode()) <= MAX_PART
     assert len(str(NotFound(f'session_id: no open session "{HUGE}"'))) < MAX_QUOTED + 40
 
 
 def test_a_20_kb_name_over_grpc_answers_invalid_argument_with_a_short_message(server) -> None:  # type: ignore[no-untyped-def]
     stub = service_pb2_grpc.RepackStub(grpc.insecure_channel(server.target))
+    wide = pb.Snapshot(nodes=[pb.Node(name="😀" * 20_000), pb.Node(name="😀" * 20_000)])
+    with pytest.raises(grpc.RpcError) as err:
+        stub.Evaluate(service_pb2.EvaluateRequest(snapshot=wide), timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    details = err.value.details() or ""
+    assert details.startswith('nodes[1].name: duplicate node "😀😀') and details.endswith('…" (first at nodes[0])')
+    assert len(details.encode()) <= 2 * MAX_PART + 2
     snap = snapshot([node("n")], [task("p", HUGE)])
     snap.tasks[0].requests[HUGE] = 1.0
     with pytest.raises(grpc.RpcError) as err:
