@@ -111,6 +111,18 @@ def _constrained() -> dict[str, Any]:
     }  # fmt: skip
 
 
+#: every RepackSpec field, for the constrained snapshot's Plan
+FULL_SPEC = {
+    "scope": {
+        "podGroups": {"include": {"names": ["d/pg"], "selector": {"matchLabels": {"a": "b"}}}},
+        "nodes": {"include": {"selector": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z0"]}]}}},
+    },
+    "maxPerRun": {"podGroups": 2, "resources": {GPU: 4}},
+    "eviction": {"gracePeriodSeconds": 3},
+    "planner": {"schedulerNames": ["volcano"], "movedPodsWeight": 0.5},
+    "ttlSecondsAfterFinished": 5,
+}
+
 SNAPSHOTS: list[dict[str, Any]] = [
     _guide(),
     json_format.MessageToDict(synth(SynthOptions(nodes=6, cards_per_node=8, fill=0.6, seed=7))),
@@ -130,7 +142,8 @@ REQUEST_TYPES: dict[str, type[Message]] = {
 def base_request(method: str, k: int) -> dict[str, Any]:
     snap = copy.deepcopy(SNAPSHOTS[k])
     if method == "Plan":
-        return {"snapshot": snap, "spec": {"mode": "DryRun", "goals": [{"resource": GOALS[k]}]}}
+        spec = {"mode": "DryRun", "goals": [{"resource": GOALS[k]}]}
+        return {"snapshot": snap, "spec": {**spec, **copy.deepcopy(FULL_SPEC)} if k == 2 else spec}
     if method in ("Filter", "Prioritize"):
         tasks = snap.get("tasks") or []
         if tasks:
