@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import sys
+import warnings
+from typing import TextIO
 
 import structlog
 
@@ -16,6 +18,21 @@ class _CurrentStderr:
 
     def flush(self) -> None:
         sys.stderr.flush()
+
+
+def _log_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """``warnings.showwarning`` as a log event: a numpy RuntimeWarning (or any Python warning) is
+    one JSON line like every other, not two raw lines that break a JSON log reader."""
+    structlog.get_logger("py.warnings").warning(
+        "python_warning", category=category.__name__, message=str(message), filename=filename, lineno=lineno
+    )
 
 
 def configure(fmt: str = "auto", level: str = "info") -> None:
@@ -36,3 +53,4 @@ def configure(fmt: str = "auto", level: str = "info") -> None:
         logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
+    warnings.showwarning = _log_warning

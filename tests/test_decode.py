@@ -117,7 +117,7 @@ COLUMN_MALFORMED = [
     (
         "negative request",
         lambda c: c.requests[0].values.__setitem__(6, -1.0),
-        'task_columns.requests[0] ("cpu")',
+        "task_columns.requests[0].values[6]",
         "negative",
     ),
     ("short request column", lambda c: c.requests[2].values.pop(), "task_columns.requests[2]", "entries, expected"),

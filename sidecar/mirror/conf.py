@@ -91,9 +91,12 @@ def _get_int(args: Mapping[str, Any], key: str, default: int, where: str) -> int
         return default
     value = args[key]
     try:
-        return int(str(value).strip())
+        number = int(str(value).strip())
     except ValueError:
         raise InputError(f'{where}.arguments["{key}"]', f"not an integer: {value!r}") from None
+    if not -(2**63) <= number < 2**63:  # Go's int: the scores are int64 arithmetic
+        raise InputError(f'{where}.arguments["{key}"]', f"not an integer within int64: {value!r}")
+    return number
 
 
 def _plugin(name: str, args: Mapping[str, Any], where: str, conf: dict[str, Any]) -> None:

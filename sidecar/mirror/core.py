@@ -23,7 +23,7 @@ from sidecar.mirror.simulation import Simulation, ports_conflict, task_ports
 from sidecar.mirror.types import P_OK, S_OK, T_OK, FilterResult, Subject
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import PODS
-from sidecar.snapshot.validation import validate_profile
+from sidecar.snapshot.validation import quantity, validate_profile
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,7 @@ class Mirror:
         req = np.zeros(len(self.state.resources))
         unknown = []
         for name, value in sorted(task.requests.items()):
-            if not np.isfinite(value) or value < 0:
-                raise InputError(f'{path}.requests["{name}"]', f"negative or non-finite quantity {value}")
+            quantity(f'{path}.requests["{name}"]', value)
             if self.state.has_resource(name):
                 req[self.state.resource(name)] = value
             elif value > 0:
@@ -101,9 +100,7 @@ class Mirror:
         if task.HasField("nonzero_requests"):
             nz = task.nonzero_requests
             for name in ("cpu", "memory"):
-                value = getattr(nz, name)
-                if not np.isfinite(value) or value < 0:
-                    raise InputError(f"{path}.nonzero_requests.{name}", f"negative or non-finite quantity {value}")
+                quantity(f"{path}.nonzero_requests.{name}", getattr(nz, name))
             nonzero = np.array([nz.cpu, nz.memory])
         return Subject(task.name, task.namespace, req, task.profile, None, tuple(unknown), nonzero=nonzero)
 

@@ -38,7 +38,7 @@ class InterPodAffinity:
 
     def _term(self, term: pb.PodAffinityTerm, owner_ns: str) -> _Term:
         if not term.topology_key:
-            raise InputError("pod affinity term.topology_key", "missing")
+            raise InputError("profile.pod_affinity.topology_key", "can not be empty")
         return _Term(term.label_selector, self.index.term_namespaces(term, owner_ns), term.topology_key)
 
     def filter(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp] | None = None) -> I8:

@@ -12,10 +12,14 @@ from sidecar.errors import InputError
 from sidecar.repack.fragmentation import goal_resources
 from sidecar.repack.scope import Scope, resolve_selector_spec
 from sidecar.snapshot.state import ClusterState
-from sidecar.snapshot.units import to_volcano_units
+from sidecar.snapshot.units import MAX_QUANTITY, to_volcano_units
 
 #: The guide's interruption-cost weights, in the order of Weights' fields.
 DEFAULT_WEIGHTS = (1.0, 0.8, 0.6, 0.3, 0.1)
+#: Largest planner weight accepted. Each cost dimension is min-max normalised to [0, 1] and the
+#: weights only rank candidates against each other, so a larger range buys nothing; bounding it
+#: keeps the weighted sum finite.
+MAX_WEIGHT = 1000.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,8 @@ class RunSpec:
 def validate(spec: spec_pb2.RepackSpec, path: str = "spec") -> RunSpec:
     if spec.mode == spec_pb2.RepackSpec.MODE_UNSPECIFIED:
         raise InputError(f"{path}.mode", "missing (DryRun or Execute)")
+    if spec.mode not in spec_pb2.RepackSpec.Mode.values():
+        raise InputError(f"{path}.mode", f"unknown mode {spec.mode} (DryRun or Execute)")
     if len(spec.goals) != 1:
         raise InputError(f"{path}.goals", f"exactly one goal per run, got {len(spec.goals)}")
     goal = spec.goals[0]
@@ -76,6 +82,10 @@ def validate(spec: spec_pb2.RepackSpec, path: str = "spec") -> RunSpec:
             raise InputError(f'{path}.maxPerRun.resources["{name}"]', f"must be positive, got {value}")
         if name == goal.resource:
             max_res = to_volcano_units(name, value)
+            if max_res >= MAX_QUANTITY:
+                raise InputError(
+                    f'{path}.maxPerRun.resources["{name}"]', f"{value:g} is {max_res:.3g} Volcano units, over 2^63"
+                )
         else:
             raise InputError(
                 f'{path}.maxPerRun.resources["{name}"]', f'only the goal resource "{goal.resource}" can be budgeted'
@@ -97,8 +107,8 @@ def validate(spec: spec_pb2.RepackSpec, path: str = "spec") -> RunSpec:
         strict=True,
     ):
         value = getattr(spec.planner, field_name) if spec.planner.HasField(field_name) else default
-        if not math.isfinite(value) or value < 0:
-            raise InputError(f"{path}.planner.{field_name}", f"must be a non-negative number, got {value}")
+        if not math.isfinite(value) or not 0 <= value <= MAX_WEIGHT:
+            raise InputError(f"{path}.planner.{field_name}", f"must be within [0, {MAX_WEIGHT:g}], got {value:g}")
         weights.append(value)
     return RunSpec(
         mode=spec_pb2.RepackSpec.Mode.Name(spec.mode),

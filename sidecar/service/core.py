@@ -28,6 +28,7 @@ from sidecar.service.observer import Observer
 from sidecar.service.sessions import Session, SessionCache
 from sidecar.service.sources import CheckRequest, Sources, subject
 from sidecar.service.supplement import merged
+from sidecar.snapshot.validation import validate_pdbs
 
 #: the extender intake's session, which a supplement re-publishes at once
 LATEST = "latest"
@@ -63,13 +64,18 @@ class RepackService:
     def evaluate(self, request: service_pb2.EvaluateRequest, deadline: Deadline) -> service_pb2.EvaluateResponse:
         state = self._sources.state(request, deadline)
         names = list(request.resources)
+        goals = goal_resources(state)
         for i, name in enumerate(names):
             if not name:
                 raise InputError(f"resources[{i}]", "empty resource name")
-            if name not in goal_resources(state):
+            if name not in goals:
                 raise InputError(f"resources[{i}]", f'no node provides scalar resource "{name}"')
+            if name in names[:i]:  # each would be evaluated again: a small request, unbounded work
+                raise InputError(
+                    f"resources[{i}]", f'duplicate resource "{name}" (first at resources[{names.index(name)}])'
+                )
         out = service_pb2.EvaluateResponse()
-        for name in names or goal_resources(state):
+        for name in names or goals:
             out.resources.append(fragmentation_message(fragmentation(state, name)))
             deadline.check(f"evaluating {name}")
         return out
@@ -149,6 +155,7 @@ class RepackService:
         for i, ns in enumerate(supplement.namespaces):
             if not ns.name:
                 raise InputError(f"namespaces[{i}].name", "missing")
+        validate_pdbs(supplement.pdbs)  # refused now, not at every later publish of ``latest``
         updated = False
         with self._publishing:
             current, published = self._sessions.get(LATEST), self._published.get(LATEST)

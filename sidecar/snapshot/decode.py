@@ -7,7 +7,6 @@ numpy operations, which is what makes a 100k-task snapshot cheap (see docs/contr
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,8 +16,15 @@ from sidecar.errors import InputError
 from sidecar.snapshot.ledger import build_ledger
 from sidecar.snapshot.state import ClusterState, nonzero_fallback
 from sidecar.snapshot.taskstatus import VALID as VALID_STATUS
-from sidecar.snapshot.units import BASE_RESOURCES, PODS
-from sidecar.snapshot.validation import validate_profile
+from sidecar.snapshot.units import BASE_RESOURCES, MAX_QUANTITY, PODS
+from sidecar.snapshot.validation import (
+    check_quantities,
+    check_totals,
+    column_count,
+    quantity,
+    validate_pdbs,
+    validate_profile,
+)
 
 _TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
 
@@ -29,14 +35,13 @@ class Limits:
 
     max_nodes: int = 100_000
     max_tasks: int = 2_000_000
-
-
-def _quantity(path: str, value: float) -> float:
-    if not math.isfinite(value):
-        raise InputError(path, f"quantity must be finite, got {value}")
-    if value < 0:
-        raise InputError(path, f"negative quantity {value:g}")
-    return value
+    #: Distinct resource names over all nodes and tasks: the node and task matrices have one
+    #: column each, so this bounds their memory (a real cluster has a few dozen).
+    max_resources: int = 256
+    #: Tasks x resources: the request matrix's cells (8 bytes each, a few copies while planning).
+    #: A small row-form request naming many resources on one node would otherwise cost far more
+    #: memory than its size suggests; 2M tasks x 10 resources still fit.
+    max_task_cells: int = 20_000_000
 
 
 def _decode_nodes(snap: pb.Snapshot, limits: Limits) -> tuple[list[str], dict[str, int], list[dict[str, float]]]:
@@ -65,13 +70,26 @@ def _decode_nodes(snap: pb.Snapshot, limits: Limits) -> tuple[list[str], dict[st
     return names, index, [dict(n.allocatable) for n in snap.nodes]
 
 
-def _resource_axis(snap: pb.Snapshot, node_alloc: list[dict[str, float]]) -> tuple[str, ...]:
+def _resource_axis(snap: pb.Snapshot, node_alloc: list[dict[str, float]], limit: int) -> tuple[str, ...]:
     names: set[str] = set().union(*node_alloc) if node_alloc else set()
     for task in snap.tasks:
         names.update(task.requests.keys())
     for col in snap.task_columns.requests:
         names.add(col.resource)
     extra = sorted(names.difference(BASE_RESOURCES))
+    if len(extra) + len(BASE_RESOURCES) > limit:
+        raise InputError(
+            "resources",
+            f"{len(names.union(BASE_RESOURCES))} distinct resource names over nodes and tasks exceed "
+            f"the limit of {limit}",
+        )
+    if "" in names:
+        for i, amap in enumerate(node_alloc):
+            if "" in amap:
+                raise InputError(f'nodes[{i}].allocatable[""]', "empty resource name")
+        for k, task in enumerate(snap.tasks):
+            if "" in task.requests:
+                raise InputError(f'tasks[{k}].requests[""]', "empty resource name")
     return BASE_RESOURCES + tuple(extra)
 
 
@@ -82,12 +100,14 @@ def _alloc_matrix(node_alloc: list[dict[str, float]], res_index: dict[str, int])
         for res, value in amap.items():
             alloc[i, res_index[res]] = value
     bad = np.argwhere(
-        ~(alloc >= 0) | np.isnan(alloc) | ((alloc == np.inf) & (np.arange(len(res_index)) != res_index[PODS]))
+        ~(alloc >= 0)
+        | ((alloc >= MAX_QUANTITY) & ~((alloc == np.inf) & (np.arange(len(res_index)) == res_index[PODS])))
     )
     if bad.size:
         i, j = (int(x) for x in bad[0])
         res = next(r for r, k in res_index.items() if k == j)
-        _quantity(f'nodes[{i}].allocatable["{res}"]', float(node_alloc[i][res]))
+        quantity(f'nodes[{i}].allocatable["{res}"]', float(node_alloc[i][res]))
+    check_totals(lambda i, r: f'nodes[{i}].allocatable["{r}"]', alloc, tuple(res_index), "allocatable")
     return alloc
 
 
@@ -159,29 +179,25 @@ def _decode_nonzero(snap: pb.Snapshot, cpu: np.ndarray, memory: np.ndarray, n_co
     if len(cols.nonzero_cpu) or len(cols.nonzero_memory):
         for j, fname in enumerate(("nonzero_cpu", "nonzero_memory")):
             values = np.array(getattr(cols, fname), np.float64)
-            if len(values) != n_col:
-                raise InputError(f"task_columns.{fname}", f"has {len(values)} entries, expected {n_col} (one per uid)")
-            bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
-            if bad.size:
-                i = int(bad[0])
-                raise InputError(f"task_columns.{fname}[{i}]", f"negative or non-finite quantity {values[i]}")
+            check_quantities(f"task_columns.{fname}", values)
             out[:n_col, j] = values
     for k, task in enumerate(snap.tasks):
         if task.HasField("nonzero_requests"):
             nz = task.nonzero_requests
-            out[n_col + k, 0] = _quantity(f"tasks[{k}].nonzero_requests.cpu", nz.cpu)
-            out[n_col + k, 1] = _quantity(f"tasks[{k}].nonzero_requests.memory", nz.memory)
+            out[n_col + k, 0] = quantity(f"tasks[{k}].nonzero_requests.cpu", nz.cpu)
+            out[n_col + k, 1] = quantity(f"tasks[{k}].nonzero_requests.memory", nz.memory)
     return out
 
 
 def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
     """Validate ``snap`` and convert it to columns. Raises InputError on bad input."""
     node_names, node_index, node_alloc = _decode_nodes(snap, limits)
-    resources = _resource_axis(snap, node_alloc)
+    resources = _resource_axis(snap, node_alloc, limits.max_resources)
     res_index = {r: i for i, r in enumerate(resources)}
     n_res = len(resources)
     alloc = _alloc_matrix(node_alloc, res_index)
     pg_index = _decode_pod_groups(snap)
+    validate_pdbs(snap.pdbs)
 
     ns = _Interner()
     ns_labels: list[dict[str, str]] = []
@@ -194,11 +210,17 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
         ns_labels.append(dict(namespace.labels))
 
     cols = snap.task_columns
-    n_col = len(cols.uid)
+    n_col = column_count(cols)
     n_row = len(snap.tasks)
     n_tasks = n_col + n_row
     if n_tasks > limits.max_tasks:
         raise InputError("tasks", f"{n_tasks} tasks exceed the limit of {limits.max_tasks}")
+    if n_tasks * n_res > limits.max_task_cells:
+        raise InputError(
+            "tasks",
+            f"{n_tasks} tasks x {n_res} resource names = {n_tasks * n_res} request cells exceed the limit of "
+            f"{limits.max_task_cells} (name fewer resources or send fewer tasks)",
+        )
 
     profiles: list[pb.TaskProfile] = list(snap.profiles)
     uid = list(cols.uid)
@@ -213,12 +235,6 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
     t_req = np.zeros((n_tasks, n_res))
 
     if n_col:
-        for fname in ("name", "namespace", "node", "status", "pod_group", "priority", "profile"):
-            got = len(getattr(cols, fname))
-            if got != n_col:
-                raise InputError(f"task_columns.{fname}", f"has {got} entries, expected {n_col} (one per uid)")
-        if len(cols.role) not in (0, n_col):
-            raise InputError("task_columns.role", f"has {len(cols.role)} entries, expected 0 or {n_col}")
         t_ns[:n_col] = cols.namespace
         t_node[:n_col] = cols.node
         t_status[:n_col] = cols.status
@@ -248,19 +264,13 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
             raise InputError(f"task_columns.profile[{i}]", "missing (every task needs a profile index)")
         seen_res: set[str] = set()
         for j, column in enumerate(cols.requests):
-            path = f'task_columns.requests[{j}] ("{column.resource}")'
             if not column.resource:
                 raise InputError(f"task_columns.requests[{j}].resource", "missing")
             if column.resource in seen_res:
                 raise InputError(f"task_columns.requests[{j}].resource", f'duplicate column "{column.resource}"')
             seen_res.add(column.resource)
-            if len(column.values) != n_col:
-                raise InputError(f"{path}.values", f"has {len(column.values)} entries, expected {n_col}")
             values = np.array(column.values, np.float64)
-            bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
-            if bad.size:
-                i = int(bad[0])
-                raise InputError(f"{path}.values[{i}]", f"negative or non-finite quantity {values[i]}")
+            check_quantities(f"task_columns.requests[{j}].values", values)
             t_req[:n_col, res_index[column.resource]] = values
 
     profile_index: dict[bytes, int] = {}
@@ -296,7 +306,7 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
         t_status[i] = task.status
         t_prio[i] = task.priority
         for res, value in task.requests.items():
-            t_req[i, res_index[res]] = _quantity(f'{path}.requests["{res}"]', value)
+            t_req[i, res_index[res]] = quantity(f'{path}.requests["{res}"]', value)
         key = task.profile.SerializeToString(deterministic=True)
         prof_i = profile_index.get(key)
         if prof_i is None:
@@ -306,7 +316,21 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
         t_prof[i] = prof_i
 
     t_req[:, res_index[PODS]] = 1.0  # Volcano: every task requests one pod slot.
+    column_of = {c.resource: j for j, c in enumerate(cols.requests)}
+
+    def request_path(i: int, res: str) -> str:
+        if i < n_col:
+            return f"task_columns.requests[{column_of[res]}].values[{i}]"
+        return f'tasks[{i - n_col}].requests["{res}"]'
+
+    check_totals(request_path, t_req, resources, "request")
     t_nonzero = _decode_nonzero(snap, t_req[:, 0], t_req[:, 1], n_col)
+    check_totals(
+        lambda i, r: f"task_columns.nonzero_{r}[{i}]" if i < n_col else f"tasks[{i - n_col}].nonzero_requests.{r}",
+        t_nonzero,
+        ("cpu", "memory"),
+        "non-zero request",
+    )
 
     if n_col and not all(uid[:n_col]):
         raise InputError(f"task_columns.uid[{uid.index('')}]", "missing")

@@ -44,3 +44,8 @@ def to_volcano_units(name: str, value: float) -> float:
     if name in (MEMORY, PODS):
         return value
     return value * SCALAR_FACTOR
+
+
+#: Quantities are int64 in Kubernetes and Volcano (milli-values for cpu and scalars): a value at or
+#: over 2^63 Volcano units cannot come from a cluster, and would wrap when cast to int64.
+MAX_QUANTITY = float(2**63)
