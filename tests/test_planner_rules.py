@@ -123,9 +123,25 @@ def test_receivers_follow_the_guide_order() -> None:
     status = plan(c, maxPerRun=one)
     assert moves(status) == [("p", "src", "pinned")]
     c.snap.tasks[1].profile.scheduler_name = "volcano"  # "pinned" becomes movable: no longer preferred
-    c.snap.tasks[1].pod_group = "c1"
+    c.group("c2", 1)
+    c.snap.tasks[1].pod_group = "c2"
     status = plan(c, maxPerRun=one)
     assert moves(status) == [("p", "src", "dear")]  # costlier to empty later beats cheaper ones
+
+
+def test_a_podgroup_budget_buys_the_most_nodes_it_can() -> None:
+    """maxPerRun.podGroups 1: the cost order would spend it on "src" (one node); touching c1
+    instead empties "cheap" and "pinned" (both hold only c1's pods): two nodes for the same budget."""
+    c = Cluster().node("src").node("pinned").node("cheap").node("dear")
+    c.group("j", 1).group("c1", 1).group("d1", 1).group("d2", 1)
+    c.pod("p", "src", 2, group="j")
+    c.pod("sys", "pinned", 4, group="c1")
+    c.pod("c", "cheap", 4, group="c1")
+    c.pod("d-a", "dear", 2, group="d1").pod("d-b", "dear", 2, group="d2")
+    status = plan(c, maxPerRun={"podGroups": 1})
+    assert sorted(status.plan.freed_nodes) == ["cheap", "pinned"]
+    assert status.plan.summary.cost.affected_workloads == 1
+    assert len(plan(c).plan.freed_nodes) >= 2, "without a budget the plan frees at least as many"
 
 
 def test_smallest_remaining_capacity_breaks_receiver_ties() -> None:

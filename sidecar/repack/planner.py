@@ -86,13 +86,29 @@ class Planner:
         """The plan; ``check(step)`` is called once per round and raises to abort; ``time_left()``
         (seconds, None: no limit) bounds the exact strategy's solver."""
         prep = self.prepare(check)
+        greedy = self._greedy(prep, check, budget_aware=False)
+        if self.spec.max_pod_groups is not None and prep.candidates:
+            # Under a PodGroup budget the cost order can spend the budget on groups that unlock few
+            # nodes: plan again choosing by nodes unlocked per PodGroup, keep the better plan.
+            other = self._greedy(self.prepare(check), check, budget_aware=True)
+            if _better(other, greedy):
+                greedy = other
+        if self.spec.strategy == "Exact" and prep.candidates and len(prep.candidates) <= exact.MAX_CANDIDATES:
+            left = time_left() if time_left is not None else None
+            limit = exact.TIME_LIMIT if left is None else min(exact.TIME_LIMIT, 0.8 * left)
+            if limit >= exact.MIN_TIME_LIMIT:
+                # a fresh preparation: the greedy loop consumed this one's gang state and outcomes
+                return exact.improve(self, self.prepare(), greedy, limit) or greedy
+        return greedy
+
+    def _greedy(self, prep: Prepared, check: Callable[[str], None] | None, *, budget_aware: bool) -> PlanResult:
         after, moves, freed = prep.before, [], []
         if prep.candidates is not None:
-            run = _Run(self, prep, check)
+            run = _Run(self, prep, check, budget_aware)
             run.loop()
             after = fragmentation(self.state, self.spec.resource, task_node=run.sim.node_of)
             moves, freed = run.moves, run.freed
-        greedy = PlanResult(
+        return PlanResult(
             self.spec.resource,
             prep.before,
             after,
@@ -103,13 +119,6 @@ class Planner:
             prep.pod_group_count,
             prep.node_count,
         )
-        if self.spec.strategy == "Exact" and prep.candidates and len(prep.candidates) <= exact.MAX_CANDIDATES:
-            left = time_left() if time_left is not None else None
-            limit = exact.TIME_LIMIT if left is None else min(exact.TIME_LIMIT, 0.8 * left)
-            if limit >= exact.MIN_TIME_LIMIT:
-                # a fresh preparation: the greedy loop consumed this one's gang state and outcomes
-                return exact.improve(self, self.prepare(), greedy, limit) or greedy
-        return greedy
 
     def prepare(self, check: Callable[[str], None] | None = None) -> Prepared:
         """Candidates and the explanation of every other occupied node (candidates.prepare), with
@@ -126,11 +135,20 @@ class Planner:
         return prep
 
 
+def _better(a: PlanResult, b: PlanResult) -> bool:
+    """More nodes freed; among equals fewer PodGroups below MinAvailable, then fewer cards moved."""
+    _, a_below, _, a_cards, _ = a.gang.totals()
+    _, b_below, _, b_cards, _ = b.gang.totals()
+    return (-len(a.freed), a_below, a_cards) < (-len(b.freed), b_below, b_cards)
+
+
 class _Run:
     """One planning loop: the simulation holding every move so far, the candidates (per-candidate
     table), the receivers (per-node state) and the limits."""
 
-    def __init__(self, planner: Planner, prep: Prepared, check: Callable[[str], None] | None) -> None:
+    def __init__(
+        self, planner: Planner, prep: Prepared, check: Callable[[str], None] | None, budget_aware: bool
+    ) -> None:
         state, spec, goal = planner.state, planner.spec, planner.goal
         assert prep.candidates is not None
         self.mirror, self.goal, self.check = planner.mirror, goal, check
@@ -145,6 +163,7 @@ class _Run:
         # rule 3's costs are the table's, kept current by its trial/settle
         self.receivers = Receivers(planner.mirror, self.sim, goal, prep.pinned.copy(), self.table.node_cost, rank)
         self.budgets = Budgets(state, spec, prep.gang, self.table)
+        self.budget_aware = budget_aware
         self.preflight = Preflight(state, planner.mirror.predicates, goal, self.table)
 
     def loop(self) -> None:
@@ -158,6 +177,8 @@ class _Run:
             if live.size == 0:
                 break
             scores = ranking_scores(np.take(table.delta, live, axis=1), self.weights)
+            if self.budget_aware:
+                scores = self.budgets.value_order(live, scores)
             chosen = -1
             while True:
                 best = table.best(live, scores)
