@@ -226,8 +226,8 @@ def main(argv: list[str] | None = None) -> int:
             ]
         if skipped:
             lines += [
-                f"{skipped} of {cuts} cuts left out of the optimum: their pods carry topology spread "
-                "constraints, which the exact model does not encode.",
+                f"{skipped} of {cuts} cuts left out of the optimum: their pods carry terms the exact model "
+                "does not encode (pod affinity, ports, or anti-affinity/spread on a key other than hostname).",
                 "",
             ]
     scatter(rows, OUT / "freed_vs_cards.png")
@@ -300,8 +300,8 @@ def main(argv: list[str] | None = None) -> int:
         "always leaves it below MinAvailable, so that count mostly tracks pods moved.",
         "",
         "DLRM instances carry per-node limits (max_instance_per_node) modelled as anti-affinity or hostname "
-        "spread; cuts whose pods have spread constraints are left out of the optimum (the MILP encodes "
-        "anti-affinity only).",
+        "spread; the exact model (sidecar/repack/exact.py, the same one behind planner.strategy Exact) encodes "
+        "both (spread as at most maxSkew matching pods per receiver, exact once some eligible node has none).",
         "",
         "## Plots",
         "",

@@ -8,17 +8,20 @@ receiver ``n``), all binary::
                x_tn ≤ 1 − y_n                           an emptied node receives nothing
                Σ_t req_tr · x_tn ≤ futureIdle_nr        every resource, and the pod count, per receiver
                x_tn + x_un ≤ 1                          t and u repel by hostname anti-affinity
+               Σ_{u∈S} x_un ≤ maxSkew − staying_S(n)     hostname topology spread (DoNotSchedule)
                Σ_g z_g ≤ maxPerRun.podGroups,  y_c ≤ z_g for g disturbed by c
                Σ cards_c · y_c ≤ maxPerRun.resources[goal]
                Σ pdb_pc · y_c ≤ disruptionsAllowed_p    every PodDisruptionBudget
 
 ``x_tn`` exists only where the mirror's Filter passes ``t`` on ``n`` in the cluster as it is
 (receivers never lose pods, so that verdict stands) and ``n`` is an allowed receiver (rule 1:
-it holds the goal resource). The model speaks only node-level constraints and hostname
-anti-affinity; a scope with pod affinity, topology spread, host ports or anti-affinity on another
-key is planned greedily. The solver starts from the greedy plan and stops at ``time_limit``; its
-answer is replayed through the mirror (a Statement) and kept only when every move passes there
-and it frees more nodes than the greedy plan, or as many at a lower cost.
+it holds the goal resource). The model speaks only node-level constraints, hostname
+anti-affinity and hostname topology spread (a receiver ends with at most maxSkew matching pods:
+exact once some eligible node has none, which an emptied node ensures); a scope with pod
+affinity, host ports, or anti-affinity or spread on another key is planned greedily. The solver
+starts from the greedy plan and stops at ``time_limit``; its answer is replayed through the
+mirror (a Statement) and kept only when every move passes there and it frees more nodes than the
+greedy plan, or as many at a lower cost.
 """
 
 from __future__ import annotations
@@ -143,16 +146,18 @@ class Model:
         self.cost = {c.node: float(s) for c, s in zip(cands, scores - scores.min(initial=0.0), strict=True)}
         self.allowed: dict[int, np.ndarray[Any, np.dtype[np.intp]]] = {}
         self.repels: list[tuple[int, int]] = []
+        #: hostname spread (DoNotSchedule) per distinct constraint: selector, namespaces, maxSkew, its pods
+        self.caps: dict[tuple[bytes, Any, int], tuple[Any, Any, int, list[int]]] = {}
         moving = np.array([int(t) for c in cands for t in c.pods], np.intp)
         pairs = 0
         for c in cands:
             for t in map(int, c.pods):
                 subj = mirror.subject_for_task(t)
                 prof = subj.profile
-                if prof.pod_affinity or prof.topology_spread_constraints or subj.unknown_resources:
-                    raise Unsupported("pod affinity, spread or unknown resources")
-                if p.pod_level(subj) and not _only_hostname_anti(subj.profile, p, subj):
-                    raise Unsupported("pod-level terms other than hostname anti-affinity")
+                if prof.pod_affinity or subj.unknown_resources:
+                    raise Unsupported("pod affinity or unknown resources")
+                if p.pod_level(subj) and not _only_hostname_terms(subj.profile, p, subj):
+                    raise Unsupported("pod-level terms other than hostname anti-affinity and spread")
                 nodes = self.receivers[self.receivers != c.node]
                 self.allowed[t] = p.feasible_nodes(subj, sim, nodes)
                 pairs += self.allowed[t].size
@@ -162,6 +167,13 @@ class Model:
                     spaces = p.index.term_namespaces(term, subj.namespace)
                     matched = p.matching_tasks(term.label_selector, spaces)
                     self.repels += [(t, int(u)) for u in np.intersect1d(matched, moving) if int(u) != t]
+                for spread in prof.topology_spread_constraints:
+                    if spread.when_unsatisfiable == "DoNotSchedule":
+                        spaces = p.index.term_namespaces(spread, subj.namespace)
+                        key = (spread.label_selector.SerializeToString(deterministic=True), spaces, spread.max_skew)
+                        self.caps.setdefault(key, (spread.label_selector, spaces, int(spread.max_skew), []))[3].append(
+                            t
+                        )
 
     def cost_of(self, freed: list[int]) -> float:
         return sum(self.cost.get(n, 0.0) for n in freed)
@@ -211,6 +223,7 @@ class Model:
             for n in map(int, self.allowed[t]):
                 if (u, n) in x:
                     h.addRow(-inf, 1, 2, [x[(t, n)], x[(u, n)]], [1.0, 1.0])
+        self._spread(h, x, inf)
         self._budgets(h, y, inf)
         eps = 1.0 / (len(cands) * (max(self.cost.values(), default=0.0) + 1.0) + 1.0)
         h.changeObjectiveSense(highspy.ObjSense.kMaximize)
@@ -227,6 +240,20 @@ class Model:
         emptied.sort(key=lambda ci: (self.cost[cands[ci].node], state.node_names[cands[ci].node]))
         targets = {t: n for (t, n), col in x.items() if values[col] > 0.5}
         return Solution(emptied, targets)
+
+    def _spread(self, h: Any, x: dict[tuple[int, int], int], inf: float) -> None:
+        """Hostname spread: a receiver holding a constrained pod ends with at most maxSkew matching
+        pods. Exact once some eligible node has none (its skew floor is 0): an emptied node does."""
+        state, p = self.planner.state, self.planner.mirror.predicates
+        on = Simulation(state).on_node()
+        for selector, spaces, skew, owners in self.caps.values():
+            matched = p.matching_tasks(selector, spaces)
+            staying = np.bincount(state.task_node[matched[on[matched]]], minlength=state.n_nodes)
+            nodes = {n for t in owners for n in map(int, self.allowed[t])}
+            for n in sorted(nodes):
+                cols = [x[(int(u), n)] for u in matched if (int(u), n) in x]
+                if cols:
+                    h.addRow(-inf, float(max(0, skew - int(staying[n]))), len(cols), cols, [1.0] * len(cols))
 
     def _budgets(self, h: Any, y: list[int], inf: float) -> None:
         spec, cands, state = self.planner.spec, self.cands, self.planner.state
@@ -265,13 +292,16 @@ class Model:
         h.setSolution(start)
 
 
-def _only_hostname_anti(profile: Any, predicates: Any, subj: Any) -> bool:
-    """Pod-level terms the model expresses: required anti-affinity by hostname, in both directions."""
+def _only_hostname_terms(profile: Any, predicates: Any, subj: Any) -> bool:
+    """Pod-level terms the model expresses: required anti-affinity by hostname (both directions)
+    and topology spread by hostname (a ScheduleAnyway one only scores)."""
     from sidecar.mirror.simulation import task_ports
 
     if task_ports(profile):
         return False
     if any(term.topology_key != HOSTNAME for term in profile.pod_anti_affinity):
+        return False
+    if any(c.topology_key != HOSTNAME for c in profile.topology_spread_constraints):
         return False
     index = predicates.index
     targets = index.anti_targets(subj) if index.anti_groups else []
