@@ -79,9 +79,19 @@ class _Handler(BaseHTTPRequestHandler):
         """Silent: probes and scrapes every few seconds would flood the log."""
 
 
-def serve_port(port: int, host: str, checks: dict[str, Check], name: str) -> PortServer:
-    """Serve ``checks`` (path → check) and the Prometheus registry on a daemon thread (port 0: any)."""
-    httpd = _Server((host, port), _Handler)
+def bind_error(flag: str, host: str, port: int, cause: OSError | str) -> str:
+    """One line for a port that cannot be opened, naming the flag to change."""
+    why = (cause.strerror or str(cause)) if isinstance(cause, OSError) else cause
+    return f"{flag}: cannot listen on {host}:{port}: {why}"
+
+
+def serve_port(port: int, host: str, checks: dict[str, Check], name: str, flag: str = "--metrics-port") -> PortServer:
+    """Serve ``checks`` (path → check) and the Prometheus registry on a daemon thread (port 0: any).
+    A port that cannot be opened is an ``OSError`` whose message names ``flag`` and host:port."""
+    try:
+        httpd = _Server((host, port), _Handler)
+    except OSError as exc:
+        raise OSError(bind_error(flag, host, port, exc)) from None
     httpd.checks = checks
     thread = threading.Thread(target=httpd.serve_forever, name=name, daemon=True)
     thread.start()

@@ -14,6 +14,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from sidecar.dispatch import kernels_built
+from sidecar.metricsport import bind_error
 from sidecar.server import metrics
 from sidecar.server.config import ServerConfig
 from sidecar.server.extender import ExtenderServer
@@ -58,9 +59,12 @@ async def start(config: ServerConfig) -> RunningServer:
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    port = server.add_insecure_port(f"{config.host}:{config.port}")
+    try:
+        port = server.add_insecure_port(f"{config.host}:{config.port}")
+    except RuntimeError:  # grpc's "Failed to bind to address ...; set GRPC_VERBOSITY=debug ..."
+        port = 0
     if port == 0:
-        raise OSError(f"cannot bind {config.host}:{config.port}")
+        raise OSError(bind_error("--port", config.host, config.port, "address in use or not available"))
     await server.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -68,14 +72,18 @@ async def start(config: ServerConfig) -> RunningServer:
     log.info("serving", address=f"{config.host}:{port}", kernels="cython" if kernels_built() else "python")
     extender = None
     if config.extender_port >= 0:
-        extender = ExtenderServer(
-            service,
-            config.extender_host,
-            config.extender_port,
-            timeout=config.extender_timeout_seconds,
-            max_age=config.extender_max_age_seconds,
-            max_body=config.transport_limit_bytes * 8,
-        )
+        try:
+            extender = ExtenderServer(
+                service,
+                config.extender_host,
+                config.extender_port,
+                timeout=config.extender_timeout_seconds,
+                max_age=config.extender_max_age_seconds,
+                max_body=config.transport_limit_bytes * 8,
+            )
+        except OSError as exc:
+            await server.stop(None)
+            raise OSError(bind_error("--extender-port", config.extender_host, config.extender_port, exc)) from None
     return RunningServer(server, health_servicer, port, config, service, extender)
 
 
