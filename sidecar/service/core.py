@@ -164,6 +164,17 @@ class RepackService:
             namespace_count=len(supplement.namespaces), pdb_count=len(supplement.pdbs), latest_updated=updated
         )
 
+    def sweep_sessions(self) -> int:
+        """Drop expired sessions (and the snapshot kept to re-publish them), so their memory goes
+        back without waiting for the next session call; returns how many went."""
+        gone = self._sessions.sweep()
+        with self._publishing:
+            for name in [name for name in self._published if self._sessions.get(name) is None]:
+                del self._published[name]
+        if gone:
+            self._observer.sessions_changed(len(self._sessions))
+        return gone
+
     def session(self, name: str) -> Session | None:
         """The open session called ``name`` (with its ``opened_at``), or None."""
         return self._sessions.get(name)
