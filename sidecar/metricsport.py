@@ -60,16 +60,19 @@ class DaemonPool(Executor):
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
-            future, work = item
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                result = work()
-            except BaseException as exc:
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
-            del future, work, item  # a finished request's memory is not kept by an idle thread
+            self._do(*item)
+            del item  # an idle thread keeps no finished request (or its answer) alive
+
+    @staticmethod
+    def _do(future: Future[Any], work: Callable[[], Any]) -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            result = work()
+        except BaseException as exc:
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._lock:

@@ -147,6 +147,7 @@ class FragmentationGauge:
                 with self._cond:
                     self._last, self._busy = weakref.ref(state), False
                     self._cond.notify_all()
+            del state  # not kept alive while waiting: an expired session's memory must go back
 
 
 _measured: set[str] = set()
