@@ -323,3 +323,11 @@ def test_cancelled_and_late_calls_are_counted_with_their_real_codes(server) -> N
     assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     assert _wait_for(lambda: _rpc_count(plan, "DEADLINE_EXCEEDED") == counts["DEADLINE_EXCEEDED"] + 1)
     assert _rpc_count(plan, "UNKNOWN") == counts["UNKNOWN"]
+
+
+def test_request_over_the_memory_budget_is_resource_exhausted_naming_the_flag(make_server) -> None:  # type: ignore[no-untyped-def]
+    srv = make_server(memory_budget_mib=2)  # below even the smallest request's estimate (4 MiB)
+    code, details = code_of(stub(srv.target).Evaluate, service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes()))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert details.startswith("request needs an estimated 4 MiB of working memory, over the whole budget of 2 MiB")
+    assert details.endswith("raise --memory-budget-mib")

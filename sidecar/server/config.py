@@ -79,7 +79,7 @@ class ServerConfig:
     max_nodes: int = ServiceLimits.max_nodes
     max_tasks: int = ServiceLimits.max_tasks
     #: Estimated working memory of the requests decoded or planned at once (docs/operations.md).
-    memory_budget_mib: float = ServiceLimits.memory_budget_mib
+    memory_budget_mib: float = 1024.0
     #: A request that does not fit the budget yet waits this long (within its deadline) for it.
     admission_wait_seconds: float = ServiceLimits.admission_wait_seconds
 

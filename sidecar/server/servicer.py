@@ -94,10 +94,10 @@ def _rpc(
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except NotFound as exc:
             await context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+        except Overloaded as exc:  # before DeadlineExceeded, its base
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except DeadlineExceeded as exc:
             await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, str(exc))
-        except Overloaded as exc:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except Exception:
             log.exception("rpc_failed")
             await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the sidecar log")

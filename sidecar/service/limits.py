@@ -13,7 +13,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from sidecar.api.v1alpha1 import snapshot_pb2
+from sidecar.service.deadline import DeadlineExceeded
 from sidecar.snapshot.decode import Limits
+from sidecar.snapshot.state import ClusterState
 
 MIB = 1024 * 1024
 #: the estimate's terms, measured on synthetic snapshots (bench/memory.py): decoded columns and the
@@ -29,8 +32,34 @@ def estimated_bytes(nodes: int, tasks: int, resources: int) -> int:
     return BASE_BYTES + nodes * NODE_BYTES + tasks * TASK_BYTES + (nodes + tasks) * resources * CELL_BYTES
 
 
-class Overloaded(Exception):
-    """The service cannot take the request now (RESOURCE_EXHAUSTED over gRPC, 503 on HTTP)."""
+def snapshot_cost(snapshot: snapshot_pb2.Snapshot) -> int:
+    """``estimated_bytes`` of a snapshot as it arrived, before any decoding: the longest task column
+    counts (a malformed one is refused later, by the decoder) and every distinct resource name."""
+    columns = snapshot.task_columns
+    lengths = [len(getattr(columns, name)) for name in _TASK_COLUMNS]
+    lengths += [len(column.values) for column in columns.requests]
+    resources = {column.resource for column in columns.requests}
+    for node in snapshot.nodes:
+        resources.update(node.allocatable)
+    for task in snapshot.tasks:
+        resources.update(task.requests)
+    return estimated_bytes(len(snapshot.nodes), len(snapshot.tasks) + max(lengths), len(resources))
+
+
+def state_cost(state: ClusterState) -> int:
+    """``estimated_bytes`` of planning on a decoded state (a session)."""
+    return estimated_bytes(state.n_nodes, state.n_tasks, len(state.resources))
+
+
+_TASK_COLUMNS = (
+    "uid", "name", "namespace", "node", "status", "pod_group", "priority", "profile", "role", "nonzero_cpu",
+    "nonzero_memory",
+)  # fmt: skip
+
+
+class Overloaded(DeadlineExceeded):
+    """The service cannot take the request now: RESOURCE_EXHAUSTED over gRPC. A kind of "not in
+    time", so a front door that knows only DeadlineExceeded (the extender's 503) answers it right."""
 
 
 @dataclass(frozen=True)
@@ -42,13 +71,19 @@ class ServiceLimits:
     session_ttl_seconds: float = 120.0
     #: Sessions kept; the least recently used is dropped first.
     max_sessions: int = 8
-    #: Estimated working memory of all requests being decoded or planned at once.
-    memory_budget_mib: float = 1024.0
+    #: Estimated working memory of all requests being decoded or planned at once (None: no budget,
+    #: as on the command line; the server's default is ServerConfig.memory_budget_mib).
+    memory_budget_mib: float | None = None
     #: How long a request waits for budget (within its deadline) before it is refused.
     admission_wait_seconds: float = 10.0
 
     def decode_limits(self) -> Limits:
         return Limits(max_nodes=self.max_nodes, max_tasks=self.max_tasks)
+
+    def budget(self) -> MemoryBudget | None:
+        if self.memory_budget_mib is None:
+            return None
+        return MemoryBudget(int(self.memory_budget_mib * MIB), self.admission_wait_seconds)
 
 
 class MemoryBudget:
