@@ -32,7 +32,7 @@ log = structlog.get_logger("sidecar.metricsport")
 #: threads answering requests; connections open at once (answered or waiting); idle timeout (s)
 HANDLERS = 8
 MAX_CONNECTIONS = 16
-IDLE_SECONDS = 5.0
+IDLE_SECONDS = 2.0
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -114,6 +114,8 @@ class _Server(HTTPServer):
     """Accepts on one thread, answers on ``HANDLERS`` pool threads, refuses past ``MAX_CONNECTIONS``."""
 
     checks: dict[str, Check]
+    #: the kernel's accept queue: connections past the cap are accepted and closed, not left to retry SYNs
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], name: str) -> None:
         super().__init__(address, _Handler)
