@@ -85,3 +85,29 @@ def test_extender_port_in_use_is_one_line_naming_the_flag(taken_port: int) -> No
     with pytest.raises(OSError) as err:
         asyncio.run(attempt())
     assert str(err.value) == f"--extender-port: cannot listen on 127.0.0.1:{taken_port}: Address already in use"
+
+
+@pytest.mark.parametrize(
+    "argv,flag",
+    [
+        (["--session-ttl", "nan"], "--session-ttl"),
+        (["--max-message-mib", "nan"], "--max-message-mib"),
+        (["--workers", "0"], "--workers"),
+        (["--memory-budget-mib", "0"], "--memory-budget-mib"),
+    ],
+)
+def test_serve_flags_reach_the_checks_before_anything_starts(argv: list[str], flag: str) -> None:
+    from sidecar.cli import build_parser
+
+    ns = build_parser().parse_args(["serve", "--port", "0", "--metrics-port", "-1", *argv])
+    with pytest.raises(InputError) as err:
+        ns.func(ns)
+    assert err.value.field == flag
+
+
+def test_the_image_limits_malloc_arenas() -> None:
+    from pathlib import Path
+
+    dockerfile = (Path(__file__).resolve().parents[1] / "Dockerfile").read_text()
+    runtime = dockerfile.rsplit("\nFROM ", 1)[1]
+    assert "ENV MALLOC_ARENA_MAX=2" in runtime

@@ -115,7 +115,7 @@ def _given(value: T | None, default: T) -> T:
 def cmd_serve(ns: argparse.Namespace) -> int:
     """Flags left out are None in the parser and take ServerConfig's defaults here: offline commands skip the server."""
     from sidecar.server.app import serve
-    from sidecar.server.config import MIB, ServerConfig
+    from sidecar.server.config import MIB, ServerConfig, message_bytes_from_mib
 
     d = ServerConfig()
     config = ServerConfig(
@@ -123,7 +123,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         port=_given(ns.port, d.port),
         metrics_port=_given(ns.metrics_port, d.metrics_port),
         metrics_host=_given(ns.metrics_host, d.metrics_host),
-        max_message_bytes=int(_given(ns.max_message_mib, d.max_message_bytes / MIB) * MIB),
+        max_message_bytes=message_bytes_from_mib(_given(ns.max_message_mib, d.max_message_bytes / MIB)),
         max_concurrent_rpcs=_given(ns.max_concurrent_rpcs, d.max_concurrent_rpcs),
         workers=_given(ns.workers, d.workers),
         session_ttl_seconds=_given(ns.session_ttl, d.session_ttl_seconds),
@@ -132,6 +132,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         extender_port=_given(ns.extender_port, d.extender_port),
         extender_host=_given(ns.extender_host, d.extender_host),
         extender_timeout_seconds=_given(ns.extender_timeout, d.extender_timeout_seconds),
+        memory_budget_mib=_given(ns.memory_budget_mib, d.memory_budget_mib),
     )
     asyncio.run(serve(config))
     return 0
@@ -191,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--extender-port", type=int, help="Volcano extender-plugin HTTP intake; default off, 0: a free port")
     s.add_argument("--extender-host", help="default 127.0.0.1 (the scheduler's pod)")
     s.add_argument("--extender-timeout", type=float, help="seconds per predicate/prioritize (Volcano's httpTimeout)")
+    s.add_argument("--memory-budget-mib", type=float, help="estimated working memory of requests at once (1024)")
     s.set_defaults(func=cmd_serve)
 
     h = sub.add_parser("health", help="check a running sidecar's health (exit 0 when SERVING)")
