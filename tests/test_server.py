@@ -331,3 +331,7 @@ def test_request_over_the_memory_budget_is_resource_exhausted_naming_the_flag(ma
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert details.startswith("request needs an estimated 4 MiB of working memory, over the whole budget of 2 MiB")
     assert details.endswith("raise --memory-budget-mib")
+    from prometheus_client import REGISTRY
+
+    assert REGISTRY.get_sample_value("repack_memory_budget_bytes") == 2 * MIB
+    assert REGISTRY.get_sample_value("repack_memory_admitted_bytes") == 0

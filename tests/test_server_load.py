@@ -123,3 +123,19 @@ def test_metrics_port_caps_connections_and_closes_idle_ones(make_server, monkeyp
     finally:
         for s in idle:
             s.close()
+
+
+def test_memory_benchmark_runs_at_a_toy_size(capsys) -> None:  # type: ignore[no-untyped-def]
+    """One subprocess server, two tiny Plans at once; nothing is written to bench/out."""
+    from bench import memory
+
+    assert memory.main(["--nodes", "40", "--tasks", "300", "--concurrency", "2", "--arenas", "2", "--out", ""]) == 0
+    out = capsys.readouterr().out
+    row = next(line.split() for line in out.splitlines() if line.split()[:2] == ["2", "2"])
+    idle, peak, retained = (float(x) for x in row[2:5])
+    assert 0 < idle <= peak and retained > 0
+    cell = memory.Sample(idle=100.0, peak=400.0, retained=150.0, seconds=1.0)
+    one = memory.Sample(idle=100.0, peak=200.0, retained=120.0, seconds=1.0)
+    lines = memory._ratios({"default": {1: one, 4: cell}, "2": {1: one, 4: memory.Sample(100, 300, 75, 1)}}, [1, 4])
+    assert "peak 4 vs 1 Plans (MALLOC_ARENA_MAX=default): 2.00" in lines
+    assert "MALLOC_ARENA_MAX=2 vs default, 4 Plans: peak 0.75, retained 0.50" in lines

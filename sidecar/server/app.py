@@ -102,6 +102,8 @@ async def start(config: ServerConfig) -> RunningServer:
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     metrics.KERNELS.set(1 if kernels_built() else 0)
+    metrics.MEMORY_BUDGET.set_function(lambda: service.memory_budget()[1])
+    metrics.MEMORY_ADMITTED.set_function(lambda: service.memory_budget()[0])
     log.info("serving", address=f"{config.host}:{port}", kernels="cython" if kernels_built() else "python")
     running = RunningServer(server, health_servicer, port, config, service, pool=pool)
     if config.extender_port >= 0:

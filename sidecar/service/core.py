@@ -190,6 +190,10 @@ class RepackService:
             namespace_count=len(supplement.namespaces), pdb_count=len(supplement.pdbs), latest_updated=updated
         )
 
+    def memory_budget(self) -> tuple[int, int]:
+        """(bytes held by admitted requests, the budget); (0, 0) without a budget."""
+        return (0, 0) if self._budget is None else (self._budget.used, self._budget.total)
+
     def sweep_sessions(self) -> int:
         """Drop expired sessions (and the snapshot kept to re-publish them), so their memory goes
         back without waiting for the next session call; returns how many went."""

@@ -19,11 +19,12 @@ from sidecar.snapshot.decode import Limits
 from sidecar.snapshot.state import ClusterState
 
 MIB = 1024 * 1024
-#: the estimate's terms, measured on synthetic snapshots (bench/memory.py): decoded columns and the
-#: planner's working copies per node and per task, and one float per (node or task) x resource
+#: the estimate's terms: decoded columns and the planner's working copies per node and per task, and
+#: a float or two per (node or task) x resource. Calibrated on the server's peak RSS (bench/memory.py:
+#: ~150 MiB per concurrent 10k-node/100k-task Plan, estimated 169 MiB) and on decoding alone.
 BASE_BYTES = 4 * MIB
-NODE_BYTES = 8 * 1024
-TASK_BYTES = 512
+NODE_BYTES = 10 * 1024
+TASK_BYTES = 640
 CELL_BYTES = 16
 
 
