@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+import urllib.request
 
 import grpc
 from server_process import ServeProcess
@@ -17,19 +18,27 @@ from sidecar.scenarios.synth import SynthOptions, synth
 GRACE = 1.0
 #: generous for a loaded 2-core machine; the work in flight would take far longer (see below)
 MARGIN = 4.0
-CALLS = 8
+#: Plans in flight at SIGTERM, one worker each (within the default --max-concurrent-rpcs 16)
+CALLS = 15
 
 
 def test_sigterm_exit_is_bounded_by_grace_with_plans_in_flight() -> None:
     snapshot = synth(SynthOptions(nodes=4000, fill=0.8, seed=5))
     spec = spec_pb2.RepackSpec(mode=spec_pb2.RepackSpec.DryRun, goals=[spec_pb2.RepackGoal(resource="nvidia.com/gpu")])
-    with ServeProcess("--metrics-port", "-1", "--grace", str(GRACE), "--workers", str(CALLS)) as serve:
+    args = ("--metrics-port", "0", "--metrics-host", "127.0.0.1", "--grace", str(GRACE), "--workers", str(CALLS))
+    args += ("--memory-budget-mib", "8192")  # every Plan admitted at once
+    with ServeProcess(*args) as serve:
+        metrics_address = str(serve.events("metrics")[0]["address"])
+        assert metrics_address.startswith("127.0.0.1:")  # --metrics-host is honoured
+        with urllib.request.urlopen(f"http://{metrics_address}/readyz", timeout=10) as reply:
+            assert reply.status == 200
         channel = grpc.insecure_channel(serve.target, options=client_options(64 * MIB))
         stub = service_pb2_grpc.RepackStub(channel)
         sid = stub.OpenSession(service_pb2.OpenSessionRequest(snapshot=snapshot), timeout=60).session_id
         request = service_pb2.PlanRequest(session_id=sid, spec=spec)
+        stub.Plan(request, timeout=120)  # builds the session's mirror
         started = time.monotonic()
-        stub.Plan(request, timeout=120)  # one Plan alone: how long the work in flight would take
+        stub.Plan(request, timeout=120)  # one Plan alone: how long each Plan in flight would take
         one_plan = time.monotonic() - started
         # the Plans on one session run one after another (the session's lock): every worker stays busy
         outcomes: list[grpc.StatusCode] = []
