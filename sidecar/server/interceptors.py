@@ -62,9 +62,9 @@ class AccessLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg
         if handler is None or handler.unary_unary is None:
             return handler  # streaming (health Watch, reflection) passes through
         behaviour: Any = handler.unary_unary
-        deserializer = handler.request_deserializer
-        if limited and self._full():
-            deserializer = None  # shed at once: the request bytes are not even parsed
+        shed_early = limited and self._full()
+        # shed at once: the request bytes are not even parsed
+        deserializer = None if shed_early else handler.request_deserializer
 
         async def logged(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             start = time.perf_counter()
@@ -72,7 +72,7 @@ class AccessLogInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg
             counted = False
             try:
                 if limited:
-                    if deserializer is None or self._full():
+                    if shed_early or self._full():
                         await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, self._shed_message())
                     self.in_flight += 1
                     counted = True
