@@ -63,10 +63,10 @@ def test_health_is_never_shed_when_the_rpc_slots_are_taken(make_server) -> None:
     probe = service_pb2.CloseSessionRequest(session_id="nothing")
     repack.CloseSession(probe, timeout=5)  # the channel is connected; a slot is free
     for _ in range(5):
-        busy = threading.Thread(target=lambda: _quietly(repack.OpenSession, big))
+        busy = threading.Thread(target=lambda: _until_admitted(repack.OpenSession, big))
         busy.start()
         try:
-            for _ in range(200):
+            while busy.is_alive():
                 try:
                     repack.CloseSession(probe, timeout=5)
                 except grpc.RpcError as err:
@@ -77,18 +77,21 @@ def test_health_is_never_shed_when_the_rpc_slots_are_taken(make_server) -> None:
                     assert get(srv.metrics.port, "/readyz") == (200, "SERVING\n")
                     assert get(srv.metrics.port, "/healthz") == (200, "ok\n")
                     return
-                time.sleep(0.005)
+                time.sleep(0.02)  # leaves the slot free most of the time, for the busy call to take
         finally:
             busy.join()
     pytest.fail("the RPC slot was never seen taken")
 
 
-def _quietly(call, request) -> None:  # type: ignore[no-untyped-def]
-    """The busy call may itself be the one shed (the probing call took the slot first)."""
-    try:
-        call(request, timeout=60)
-    except grpc.RpcError as err:
-        assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+def _until_admitted(call, request) -> None:  # type: ignore[no-untyped-def]
+    """The busy call is shed while the probing call holds the slot: it retries until it gets in."""
+    for _ in range(200):
+        try:
+            call(request, timeout=60)
+            return
+        except grpc.RpcError as err:
+            assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            time.sleep(0.01)
 
 
 def test_probe_states_without_a_server() -> None:

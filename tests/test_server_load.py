@@ -103,6 +103,9 @@ def test_metrics_port_caps_connections_and_closes_idle_ones(make_server, monkeyp
     srv = make_server(metrics_port=0, metrics_host="127.0.0.1")
     port = srv.metrics.port
     assert _get(port, "/healthz") == 200
+    end = time.monotonic() + 10
+    while srv.metrics.httpd.open and time.monotonic() < end:  # that connection's slot is given back
+        time.sleep(0.01)
     threads_before = threading.active_count()
     opened = time.monotonic()
     idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(40)]
