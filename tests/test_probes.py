@@ -52,38 +52,46 @@ def test_readyz_is_503_while_draining_and_healthz_stays_200(probed) -> None:  # 
     assert get(port, "/healthz") == (200, "ok\n")
 
 
-def test_probes_do_not_take_an_rpc_slot(make_server) -> None:  # type: ignore[no-untyped-def]
-    """With the only RPC slot taken (a gRPC health Check is shed), the HTTP probes still answer 200."""
+def test_health_is_never_shed_when_the_rpc_slots_are_taken(make_server) -> None:  # type: ignore[no-untyped-def]
+    """With the only RPC slot taken (another Repack call is shed), the gRPC health check still
+    answers SERVING and the HTTP probes 200: health is exempt from --max-concurrent-rpcs."""
     srv = make_server(metrics_port=0, metrics_host="127.0.0.1", max_concurrent_rpcs=1)
     big = service_pb2.OpenSessionRequest(snapshot=synth(SynthOptions(nodes=4000, fill=0.8, seed=2)))
     channel = grpc.insecure_channel(srv.target, options=client_options(64 * MIB))
     health = health_pb2_grpc.HealthStub(channel)
     repack = service_pb2_grpc.RepackStub(channel)
-    health.Check(health_pb2.HealthCheckRequest(), timeout=5)  # the channel is connected
+    probe = service_pb2.CloseSessionRequest(session_id="nothing")
+    repack.CloseSession(probe, timeout=5)  # the channel is connected; a slot is free
     for _ in range(5):
-        busy = threading.Thread(target=lambda: _quietly(repack.OpenSession, big))
+        busy = threading.Thread(target=lambda: _until_admitted(repack.OpenSession, big))
         busy.start()
         try:
-            for _ in range(200):
+            while busy.is_alive():
                 try:
-                    health.Check(health_pb2.HealthCheckRequest(), timeout=5)
+                    repack.CloseSession(probe, timeout=5)
                 except grpc.RpcError as err:
                     assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                    assert "--max-concurrent-rpcs 1" in (err.details() or "")
+                    reply = health.Check(health_pb2.HealthCheckRequest(), timeout=5)
+                    assert reply.status == health_pb2.HealthCheckResponse.SERVING
                     assert get(srv.metrics.port, "/readyz") == (200, "SERVING\n")
                     assert get(srv.metrics.port, "/healthz") == (200, "ok\n")
                     return
-                time.sleep(0.005)
+                time.sleep(0.02)  # leaves the slot free most of the time, for the busy call to take
         finally:
             busy.join()
     pytest.fail("the RPC slot was never seen taken")
 
 
-def _quietly(call, request) -> None:  # type: ignore[no-untyped-def]
-    """The busy call may itself be the one shed (the health check took the slot first)."""
-    try:
-        call(request, timeout=60)
-    except grpc.RpcError as err:
-        assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+def _until_admitted(call, request) -> None:  # type: ignore[no-untyped-def]
+    """The busy call is shed while the probing call holds the slot: it retries until it gets in."""
+    for _ in range(200):
+        try:
+            call(request, timeout=60)
+            return
+        except grpc.RpcError as err:
+            assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            time.sleep(0.01)
 
 
 def test_probe_states_without_a_server() -> None:

@@ -277,3 +277,61 @@ def test_filter_bad_input_names_the_field(server, build, details) -> None:  # ty
     code, got = code_of(s.Filter, build(_guide_session(s)))
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert got == details
+
+
+def _rpc_count(method: str, code: str) -> float:
+    from prometheus_client import REGISTRY
+
+    value = REGISTRY.get_sample_value("repack_rpc_requests_total", {"method": method, "code": code})
+    return value or 0.0
+
+
+def _wait_for(predicate, timeout: float = 30.0) -> bool:  # type: ignore[no-untyped-def]
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def test_cancelled_and_late_calls_are_counted_with_their_real_codes(server) -> None:  # type: ignore[no-untyped-def]
+    """A client that cancels, or whose deadline passes while the Plan runs in its worker thread, is
+    CANCELLED / DEADLINE_EXCEEDED in the metrics (and the access log), never UNKNOWN."""
+    from sidecar.api.v1alpha1 import spec_pb2
+
+    s = stub(server.target)
+    sid = s.OpenSession(
+        service_pb2.OpenSessionRequest(snapshot=synth(SynthOptions(nodes=4000, fill=0.8, seed=3))), timeout=60
+    ).session_id
+    spec = spec_pb2.RepackSpec(mode=spec_pb2.RepackSpec.DryRun, goals=[spec_pb2.RepackGoal(resource="nvidia.com/gpu")])
+    plan = f"/{SERVICE_NAME}/Plan"
+    request = service_pb2.PlanRequest(session_id=sid, spec=spec)
+    counts = {code: _rpc_count(plan, code) for code in ("CANCELLED", "DEADLINE_EXCEEDED", "UNKNOWN")}
+
+    future = s.Plan.future(request, timeout=60)
+    import time
+
+    time.sleep(0.2)  # the call is in its worker thread
+    future.cancel()
+    assert _wait_for(lambda: _rpc_count(plan, "CANCELLED") == counts["CANCELLED"] + 1)
+
+    with pytest.raises(grpc.RpcError) as err:
+        s.Plan(request, timeout=0.2)
+    assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert _wait_for(lambda: _rpc_count(plan, "DEADLINE_EXCEEDED") == counts["DEADLINE_EXCEEDED"] + 1)
+    assert _rpc_count(plan, "UNKNOWN") == counts["UNKNOWN"]
+
+
+def test_request_over_the_memory_budget_is_resource_exhausted_naming_the_flag(make_server) -> None:  # type: ignore[no-untyped-def]
+    srv = make_server(memory_budget_mib=2)  # below even the smallest request's estimate (4 MiB)
+    code, details = code_of(stub(srv.target).Evaluate, service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes()))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert details.startswith("request needs an estimated 4 MiB of working memory, over the whole budget of 2 MiB")
+    assert details.endswith("raise --memory-budget-mib")
+    from prometheus_client import REGISTRY
+
+    assert REGISTRY.get_sample_value("repack_memory_budget_bytes") == 2 * MIB
+    assert REGISTRY.get_sample_value("repack_memory_admitted_bytes") == 0

@@ -170,3 +170,51 @@ def test_the_service_imports_no_transport() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_memory_budget_refuses_what_can_never_fit_and_queues_what_can() -> None:
+    import threading
+
+    from sidecar.service.limits import MIB, MemoryBudget, Overloaded
+
+    budget = MemoryBudget(100 * MIB, wait_seconds=30)
+    with pytest.raises(Overloaded, match=r"over the whole budget of 100 MiB: .* raise --memory-budget-mib"):
+        budget.admit(101 * MIB).__enter__()
+    order: list[str] = []
+    with budget.admit(60 * MIB):
+        waiter = threading.Thread(target=lambda: _admitted(budget, 60 * MIB, order))
+        waiter.start()
+        time.sleep(0.3)
+        assert order == [] and budget.used == 60 * MIB  # the second waits for the first
+        order.append("first done")
+    waiter.join(30)
+    assert order == ["first done", "second admitted"] and budget.used == 0
+    impatient = MemoryBudget(100 * MIB, wait_seconds=0.2)
+    with impatient.admit(90 * MIB):
+        with pytest.raises(Overloaded, match=r"memory budget busy: 90 of 100 MiB in use .* --memory-budget-mib"):
+            impatient.admit(20 * MIB).__enter__()
+        late = Deadline(-1.0)
+        with pytest.raises(DeadlineExceeded, match="after waiting"):  # waiting stops at the caller's deadline
+            impatient.admit(20 * MIB, stop=lambda: late.check("waiting")).__enter__()
+    assert impatient.used == 0
+
+
+def _admitted(budget, cost: int, order: list[str]) -> None:  # type: ignore[no-untyped-def]
+    with budget.admit(cost):
+        order.append("second admitted")
+
+
+def test_request_cost_counts_resource_names_before_any_decoding() -> None:
+    """The issue's 3,000 resources x 50k tasks (1.9 MB on the wire, 1.23 GiB decoded) is refused up front."""
+    from sidecar.service.limits import MIB, Overloaded, estimated_bytes, snapshot_cost
+
+    wide = pb.Snapshot(
+        nodes=[pb.Node(name="n", allocatable={f"example.com/r{i}": 1.0 for i in range(3000)})],
+        task_columns=pb.TaskColumns(uid=[f"t{i}" for i in range(50_000)]),
+    )
+    assert snapshot_cost(wide) == estimated_bytes(1, 50_000, 3000) > 2 * 1024 * MIB
+    service = RepackService(ServiceLimits(memory_budget_mib=1024))
+    with pytest.raises(Overloaded, match="--memory-budget-mib"):
+        service.open_session(service_pb2.OpenSessionRequest(snapshot=wide), NO_DEADLINE)
+    assert snapshot_cost(load_snapshot(GUIDE)) < 8 * MIB
+    assert ServiceLimits().budget() is None  # offline (the CLI, tests) has no budget unless asked

@@ -87,7 +87,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     A port that cannot be bound is an OSError naming the address (grpc reports it as a RuntimeError).
     """
     from sidecar.server.app import serve
-    from sidecar.server.config import MIB, ServerConfig
+    from sidecar.server.config import MIB, ServerConfig, message_bytes_from_mib
 
     d = ServerConfig()
     config = ServerConfig(
@@ -95,7 +95,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         port=_given(ns.port, d.port),
         metrics_port=_given(ns.metrics_port, d.metrics_port),
         metrics_host=_given(ns.metrics_host, d.metrics_host),
-        max_message_bytes=int(_given(ns.max_message_mib, d.max_message_bytes / MIB) * MIB),
+        max_message_bytes=message_bytes_from_mib(_given(ns.max_message_mib, d.max_message_bytes / MIB)),
         max_concurrent_rpcs=_given(ns.max_concurrent_rpcs, d.max_concurrent_rpcs),
         workers=_given(ns.workers, d.workers),
         session_ttl_seconds=_given(ns.session_ttl, d.session_ttl_seconds),
@@ -104,6 +104,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         extender_port=_given(ns.extender_port, d.extender_port),
         extender_host=_given(ns.extender_host, d.extender_host),
         extender_timeout_seconds=_given(ns.extender_timeout, d.extender_timeout_seconds),
+        memory_budget_mib=_given(ns.memory_budget_mib, d.memory_budget_mib),
     )
     _check_port(config.host, config.port, "--host/--port")
     _check_port(config.metrics_host, config.metrics_port, "--metrics-host/--metrics-port")

@@ -87,6 +87,7 @@ def build(handlers: Mapping[str, Handler], description: str | None = None) -> ar
     s.add_argument(
         "--extender-timeout", type=finite_float, help="seconds per predicate/prioritize (Volcano's httpTimeout)"
     )
+    s.add_argument("--memory-budget-mib", type=finite_float, help="estimated working memory of requests at once (1024)")
     s.set_defaults(func=handlers["serve"])
 
     h = leaf(sub, "health", help="check a running sidecar's health (exit 0 when SERVING)")

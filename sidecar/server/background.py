@@ -50,6 +50,7 @@ class BackgroundServer:
         if self.running.extender is not None:
             self.running.extender.stop()
         self.call(self.running.server.stop(None))
+        self.call(self.running.close())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
 

@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 import structlog
 
+from sidecar.api.sessions import LATEST
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.errors import InputError
 from sidecar.server import metrics
@@ -36,7 +37,7 @@ from sidecar.snapshot.volcano import check_names, decode_check, snapshot_from_se
 
 log = structlog.get_logger("sidecar.extender")
 
-SESSION = "latest"
+SESSION = LATEST  # the session every onSessionOpen replaces
 SUCCESS, ERROR, UNSCHEDULABLE = 0, 1, 2
 VERBS = frozenset({"onSessionOpen", "onSessionClose", "predicate", "prioritize"})
 AGE_HEADER, SOURCE_HEADER = "X-Repack-Session-Age", "X-Repack-Source"

@@ -35,6 +35,10 @@ DECODE_SECONDS = Histogram(
 SNAPSHOT_NODES = Gauge("repack_snapshot_nodes", "Nodes in the last decoded snapshot")
 SNAPSHOT_TASKS = Gauge("repack_snapshot_tasks", "Tasks in the last decoded snapshot")
 SESSIONS = Gauge("repack_sessions", "Open sessions in the cache")
+MEMORY_BUDGET = Gauge("repack_memory_budget_bytes", "The memory budget (--memory-budget-mib) in bytes")
+MEMORY_ADMITTED = Gauge(
+    "repack_memory_admitted_bytes", "Estimated working memory of the requests admitted and running now"
+)
 KERNELS = Gauge("repack_kernels_compiled", "1 when the Cython kernels are in use, 0 on the Python twins")
 FRAGMENTATION = Gauge(
     "repack_fragmentation_ratio",
@@ -147,6 +151,7 @@ class FragmentationGauge:
                 with self._cond:
                     self._last, self._busy = weakref.ref(state), False
                     self._cond.notify_all()
+            del state  # not kept alive while waiting: an expired session's memory must go back
 
 
 _measured: set[str] = set()

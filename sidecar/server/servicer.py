@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,14 +18,14 @@ import grpc
 import structlog
 from google.protobuf.message import DecodeError, Message
 
+from sidecar.api.sessions import AGE_METADATA, LATEST
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.errors import InputError
 from sidecar.server.config import ServerConfig
 from sidecar.service import Deadline, DeadlineExceeded, NotFound, RepackService
+from sidecar.service.limits import Overloaded
 
 SERVICE_NAME = "volcano.repack.v1alpha1.Repack"
-#: the extender intake's session (sidecar.server.extender.SESSION) and the trailer carrying its age
-LATEST, AGE_METADATA = "latest", "repack-session-age-seconds"
 log = structlog.get_logger("sidecar.server")
 
 
@@ -53,18 +54,36 @@ def _deserializer(cls: type[Message], max_bytes: int) -> Callable[[bytes], Messa
 Work = Callable[[Any, Deadline], Message]
 
 
+class CallDeadline(Deadline):
+    """The caller's deadline, and also stops the work in its worker thread once the call is gone
+    (the client cancelled, or the server stopped it at the end of ``--grace``)."""
+
+    def __init__(self, remaining: float | None) -> None:
+        super().__init__(remaining)
+        self.cancelled = False
+
+    def check(self, step: str) -> None:
+        if self.cancelled:
+            raise DeadlineExceeded(f"call cancelled; stopped after {step}")
+        super().check(step)
+
+
 def _rpc(
-    work: Work, service: RepackService | None = None
+    work: Work, service: RepackService | None = None, pool: Executor | None = None
 ) -> Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Message]]:
-    """Run the service off the event loop under the caller's deadline; map its errors to status codes.
-    A request on the extender's session ``latest`` gets its age as trailing metadata."""
+    """Run the service off the event loop (on ``pool``) under the caller's deadline; map its errors
+    to status codes. A request on the extender's session ``latest`` gets its age as trailing metadata."""
 
     async def handle(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Message:
         if isinstance(request, Rejected):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.reason)
-        deadline = Deadline(context.time_remaining())
+        deadline = CallDeadline(context.time_remaining())
         try:
-            response = await asyncio.to_thread(work, request, deadline)
+            try:
+                response = await asyncio.get_running_loop().run_in_executor(pool, work, request, deadline)
+            except asyncio.CancelledError:
+                deadline.cancelled = True  # the worker stops at its next check and frees its memory
+                raise
             latest = service.session(LATEST) if service and getattr(request, "session_id", "") == LATEST else None
             if latest is not None:
                 age = max(0.0, time.time() - latest.opened_at)
@@ -74,6 +93,8 @@ def _rpc(
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except NotFound as exc:
             await context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+        except Overloaded as exc:  # before DeadlineExceeded, its base
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except DeadlineExceeded as exc:
             await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, str(exc))
         except Exception:
@@ -84,7 +105,10 @@ def _rpc(
     return handle
 
 
-def generic_handler(service: RepackService, config: ServerConfig) -> grpc.GenericRpcHandler:  # type: ignore[type-arg]
+def generic_handler(
+    service: RepackService, config: ServerConfig, pool: Executor | None = None
+) -> grpc.GenericRpcHandler:  # type: ignore[type-arg]
+    """The Repack methods; their work runs on ``pool`` (None: the loop's default executor)."""
     methods: dict[str, tuple[type[Message], Work]] = {
         "Evaluate": (service_pb2.EvaluateRequest, service.evaluate),
         "Plan": (service_pb2.PlanRequest, service.plan),
@@ -96,7 +120,7 @@ def generic_handler(service: RepackService, config: ServerConfig) -> grpc.Generi
     }
     handlers = {
         name: grpc.unary_unary_rpc_method_handler(
-            _rpc(work, service),
+            _rpc(work, service, pool),
             request_deserializer=_deserializer(req, config.max_message_bytes),
             response_serializer=lambda m: m.SerializeToString(),
         )

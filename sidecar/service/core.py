@@ -7,12 +7,15 @@ run for seconds; async front doors run them in a worker thread.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from sidecar.api.sessions import LATEST
 from sidecar.api.v1alpha1 import service_pb2, snapshot_pb2
 from sidecar.errors import InputError
 from sidecar.mirror.core import Mirror, Verdict
@@ -23,15 +26,12 @@ from sidecar.repack.spec import validate
 from sidecar.repack.status import fragmentation_message, to_status
 from sidecar.service.deadline import Deadline
 from sidecar.service.fit import fit_message
-from sidecar.service.limits import ServiceLimits
+from sidecar.service.limits import ServiceLimits, snapshot_cost, state_cost
 from sidecar.service.observer import Observer
 from sidecar.service.sessions import Session, SessionCache
-from sidecar.service.sources import CheckRequest, Sources, subject
+from sidecar.service.sources import CheckRequest, SourceRequest, Sources, subject
 from sidecar.service.supplement import merged
 from sidecar.snapshot.validation import validate_pdbs
-
-#: the extender intake's session, which a supplement re-publishes at once
-LATEST = "latest"
 
 
 @dataclass(frozen=True)
@@ -60,8 +60,25 @@ class RepackService:
         self._publishing = threading.Lock()
         self._supplement = snapshot_pb2.Snapshot()
         self._published: dict[str, _Published] = {}
+        #: admission by estimated working memory (None: unbounded, as offline)
+        self._budget = limits.budget()
+
+    def _admit(self, cost: int | None, deadline: Deadline) -> AbstractContextManager[None]:
+        """Hold ``cost`` bytes of the memory budget for a block; waits (within the deadline) or
+        raises ``Overloaded``. None: work on a decoded session that allocates little."""
+        if self._budget is None or cost is None:
+            return contextlib.nullcontext()
+        return self._budget.admit(cost, lambda: deadline.check("waiting for the memory budget"))
+
+    @staticmethod
+    def _inline_cost(request: SourceRequest) -> int | None:
+        return snapshot_cost(request.snapshot) if request.WhichOneof("source") == "snapshot" else None
 
     def evaluate(self, request: service_pb2.EvaluateRequest, deadline: Deadline) -> service_pb2.EvaluateResponse:
+        with self._admit(self._inline_cost(request), deadline):
+            return self._evaluate(request, deadline)
+
+    def _evaluate(self, request: service_pb2.EvaluateRequest, deadline: Deadline) -> service_pb2.EvaluateResponse:
         state = self._sources.state(request, deadline)
         names = list(request.resources)
         goals = goal_resources(state)
@@ -85,11 +102,16 @@ class RepackService:
         if not request.HasField("spec"):
             raise InputError("spec", "missing")
         run = validate(request.spec)
-        resolved = self._sources.mirror(request, deadline)
-        with resolved.locked():
-            started = time.perf_counter()
-            result = Planner(resolved.mirror, run).plan(deadline.check, deadline.remaining)
-            status = to_status(resolved.mirror.state, result, run)
+        cost = self._inline_cost(request)
+        if cost is None:  # a session: the planner's working copies of its state
+            session = self._sessions.get(request.session_id)
+            cost = state_cost(session.state) if session is not None else None
+        with self._admit(cost, deadline):
+            resolved = self._sources.mirror(request, deadline)
+            with resolved.locked():
+                started = time.perf_counter()
+                result = Planner(resolved.mirror, run).plan(deadline.check, deadline.remaining)
+                status = to_status(resolved.mirror.state, result, run)
         self._observer.planned(time.perf_counter() - started, status)
         return service_pb2.PlanResponse(status=status)
 
@@ -126,7 +148,8 @@ class RepackService:
             raise InputError("snapshot", "missing")
         if request.ttl_seconds < 0:
             raise InputError("ttl_seconds", f"negative value {request.ttl_seconds}")
-        state = self._sources.decode(request.snapshot, deadline)
+        with self._admit(snapshot_cost(request.snapshot), deadline):
+            state = self._sources.decode(request.snapshot, deadline)
         session = self._sessions.open(state, float(request.ttl_seconds))
         self._observer.sessions_changed(len(self._sessions))
         expires = Timestamp()
@@ -141,7 +164,7 @@ class RepackService:
         Namespaces and PDBs it lacks come from the last supplement (its own win)."""
         if not name:
             raise InputError("session_id", "missing")
-        with self._publishing:
+        with self._admit(snapshot_cost(snapshot), deadline), self._publishing:
             state = self._sources.decode(merged(snapshot, self._supplement), deadline)
             session = self._sessions.publish(name, state, ttl)
             self._published[name] = _Published(snapshot, ttl)
@@ -161,7 +184,8 @@ class RepackService:
             current, published = self._sessions.get(LATEST), self._published.get(LATEST)
             if current is not None and published is not None:
                 # decoded before it is kept: a supplement the decoder rejects changes nothing
-                state = self._sources.decode(merged(published.snapshot, supplement), deadline)
+                with self._admit(snapshot_cost(published.snapshot), deadline):
+                    state = self._sources.decode(merged(published.snapshot, supplement), deadline)
                 self._sessions.publish(LATEST, state, published.ttl, opened_at=current.opened_at)
                 updated = True
             else:
@@ -170,6 +194,21 @@ class RepackService:
         return service_pb2.SupplementResponse(
             namespace_count=len(supplement.namespaces), pdb_count=len(supplement.pdbs), latest_updated=updated
         )
+
+    def memory_budget(self) -> tuple[int, int]:
+        """(bytes held by admitted requests, the budget); (0, 0) without a budget."""
+        return (0, 0) if self._budget is None else (self._budget.used, self._budget.total)
+
+    def sweep_sessions(self) -> int:
+        """Drop expired sessions (and the snapshot kept to re-publish them), so their memory goes
+        back without waiting for the next session call; returns how many went."""
+        gone = self._sessions.sweep()
+        with self._publishing:
+            for name in [name for name in self._published if self._sessions.get(name) is None]:
+                del self._published[name]
+        if gone:
+            self._observer.sessions_changed(len(self._sessions))
+        return gone
 
     def session(self, name: str) -> Session | None:
         """The open session called ``name`` (with its ``opened_at``), or None."""
@@ -186,6 +225,10 @@ class RepackService:
 
     def _verdict(self, request: CheckRequest, deadline: Deadline, score: bool) -> tuple[Mirror, Verdict, int]:
         """Filter (or Filter then score) the request's task over its nodes; ``wanted`` counts those nodes."""
+        with self._admit(self._inline_cost(request), deadline):
+            return self._checked(request, deadline, score)
+
+    def _checked(self, request: CheckRequest, deadline: Deadline, score: bool) -> tuple[Mirror, Verdict, int]:
         resolved = self._sources.mirror(request, deadline)
         mirror, sim = resolved.mirror, resolved.simulation
         task = subject(mirror, request)

@@ -81,6 +81,13 @@ class SessionCache:
         with self._lock:
             return self._items.pop(session_id, None) is not None
 
+    def sweep(self) -> int:
+        """Drop expired sessions now (a timer calls this); returns how many went."""
+        with self._lock:
+            before = len(self._items)
+            self._expire()
+            return before - len(self._items)
+
     def __len__(self) -> int:
         with self._lock:
             self._expire()

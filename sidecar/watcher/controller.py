@@ -229,9 +229,11 @@ class Controller:
                 self.queue.done(name)
 
     def healthy(self) -> bool:
-        """False only when leading while the worker thread has died."""
-        worker = self._worker
-        return not self._leading.is_set() or (worker is not None and worker.is_alive())
+        """False only when leading while the worker thread has died. Read under the lock that
+        start_leading holds while it marks leading and starts the worker (no window between)."""
+        with self._lock:
+            worker = self._worker
+            return not self._leading.is_set() or (worker is not None and worker.is_alive())
 
     # -- without leader election -------------------------------------------------------------
     def run(self) -> None:
