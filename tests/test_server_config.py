@@ -96,13 +96,15 @@ def test_extender_port_in_use_is_one_line_naming_the_flag(taken_port: int) -> No
         (["--memory-budget-mib", "0"], "--memory-budget-mib"),
     ],
 )
-def test_serve_flags_reach_the_checks_before_anything_starts(argv: list[str], flag: str) -> None:
-    from sidecar.cli import build_parser
+def test_serve_flags_reach_the_checks_before_anything_starts(
+    argv: list[str], flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Whether the parser (NaN) or the config (0) refuses it: one line naming the flag, exit 2."""
+    from sidecar.cli import main
 
-    ns = build_parser().parse_args(["serve", "--port", "0", "--metrics-port", "-1", *argv])
-    with pytest.raises(InputError) as err:
-        ns.func(ns)
-    assert err.value.field == flag
+    assert main(["serve", "--port", "0", "--metrics-port", "-1", *argv]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"repack-sidecar: error: {flag}: "), lines
 
 
 def test_the_image_limits_malloc_arenas() -> None:
