@@ -298,30 +298,36 @@ def _wait_for(predicate, timeout: float = 30.0) -> bool:  # type: ignore[no-unty
 
 
 def test_cancelled_and_late_calls_are_counted_with_their_real_codes(server) -> None:  # type: ignore[no-untyped-def]
-    """A client that cancels, or whose deadline passes while the Plan runs in its worker thread, is
-    CANCELLED / DEADLINE_EXCEEDED in the metrics (and the access log), never UNKNOWN."""
+    """A client that cancels, or whose deadline passes while its Plan waits in its worker thread, is
+    CANCELLED / DEADLINE_EXCEEDED in the metrics (and the access log), never UNKNOWN. The late call
+    waits behind a long Plan on the same session (plans on one session take turns), so its deadline
+    passes inside the handler however slow the machine (a deadline that passed before the handler
+    started would never reach it)."""
     from sidecar.api.v1alpha1 import spec_pb2
 
     s = stub(server.target)
     sid = s.OpenSession(
-        service_pb2.OpenSessionRequest(snapshot=synth(SynthOptions(nodes=4000, fill=0.8, seed=3))), timeout=60
+        service_pb2.OpenSessionRequest(snapshot=synth(SynthOptions(nodes=4000, fill=0.8, seed=3))), timeout=120
     ).session_id
     spec = spec_pb2.RepackSpec(mode=spec_pb2.RepackSpec.DryRun, goals=[spec_pb2.RepackGoal(resource="nvidia.com/gpu")])
     plan = f"/{SERVICE_NAME}/Plan"
     request = service_pb2.PlanRequest(session_id=sid, spec=spec)
     counts = {code: _rpc_count(plan, code) for code in ("CANCELLED", "DEADLINE_EXCEEDED", "UNKNOWN")}
 
-    future = s.Plan.future(request, timeout=60)
     import time
 
-    time.sleep(0.2)  # the call is in its worker thread
-    future.cancel()
-    assert _wait_for(lambda: _rpc_count(plan, "CANCELLED") == counts["CANCELLED"] + 1)
-
+    long = s.Plan.future(request, timeout=120)
+    time.sleep(0.1)  # the long Plan (over half a second even on an idle machine) holds the session
+    queued = s.Plan.future(request, timeout=120)  # waits its turn: still running when cancelled below
+    time.sleep(0.05)
     with pytest.raises(grpc.RpcError) as err:
-        s.Plan(request, timeout=0.2)
+        s.Plan(request, timeout=0.35)
     assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     assert _wait_for(lambda: _rpc_count(plan, "DEADLINE_EXCEEDED") == counts["DEADLINE_EXCEEDED"] + 1)
+
+    assert queued.cancel()
+    assert _wait_for(lambda: _rpc_count(plan, "CANCELLED") == counts["CANCELLED"] + 1)
+    long.result()
     assert _rpc_count(plan, "UNKNOWN") == counts["UNKNOWN"]
 
 
