@@ -12,6 +12,7 @@ cached per constraint set; only the per-domain pod counts are read from the simu
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +38,18 @@ def spread_selector(c: pb.TopologySpreadConstraint, labels: Mapping[str, str]) -
     return sel
 
 
+@dataclass(frozen=True)
+class _Rule:
+    """One DoNotSchedule constraint of a pod, with what does not depend on the simulation."""
+
+    constraint: pb.TopologySpreadConstraint
+    tasks: npt.NDArray[np.intp]  # pods its selector matches in the pod's namespace (placed or not)
+    codes: npt.NDArray[np.int32]  # the topology key's value code per node (-1: no key)
+    n_values: int
+    domains: npt.NDArray[np.int32]  # domains among the eligible nodes
+    self_match: int
+
+
 class TopologySpread:
     def __init__(self, state: ClusterState, labels: NodeLabels, index: PodIndex, node_checks: NodeChecks) -> None:
         self.state = state
@@ -44,6 +57,7 @@ class TopologySpread:
         self.index = index
         self.node_checks = node_checks
         self._static: dict[tuple[bytes, str], tuple[Mask, npt.NDArray[np.int32]]] = {}
+        self._rules_cache: dict[tuple[int, str], tuple[Mask, list[_Rule]]] = {}
 
     def eligible(self, subj: Subject, constraints: Iterable[pb.TopologySpreadConstraint]) -> Mask:
         """Nodes whose pods count for spreading: inclusion policies and every topology key present."""
@@ -79,35 +93,62 @@ class TopologySpread:
             hit = self._static[key] = (eligible, np.unique(codes[eligible & (codes >= 0)]))
         return hit
 
-    def filter(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp] | None = None) -> I8:
-        """One T_* code per node of ``nodes`` (default all)."""
-        idx = np.arange(self.state.n_nodes) if nodes is None else nodes
-        code = np.zeros(idx.size, np.int8)
+    def _rules(self, subj: Subject) -> tuple[Mask, list[_Rule]]:
+        """Everything in the filter that does not depend on where pods sit: eligible nodes and, per
+        DoNotSchedule constraint, its selector's pods, the key's column, its domains and whether the
+        pod matches itself. Cached per (profile row, namespace): the planner asks about the same few
+        profiles thousands of times."""
+        key = (subj.profile_index, subj.namespace) if subj.profile_index is not None else None
+        hit = self._rules_cache.get(key) if key is not None else None
+        if hit is not None:
+            return hit
         hard = [c for c in subj.profile.topology_spread_constraints if c.when_unsatisfiable in ("", "DoNotSchedule")]
-        if not hard:
-            return code
-        eligible, _ = self._nodes(subj, hard, hard[0])
+        rules: list[_Rule] = []
+        eligible = self._nodes(subj, hard, hard[0])[0] if hard else np.zeros(0, bool)
         for c in hard:
             if c.max_skew < 1:  # refused when the profile is decoded; kept for hand-built subjects
                 raise InputError("topology_spread_constraints.max_skew", f"must be >= 1, got {c.max_skew}")
             sel = spread_selector(c, subj.labels)
-            tasks = self.index.matching_tasks(sel, frozenset({subj.namespace}))
+            codes, values, _ = self.labels.column(c.topology_key)
+            rules.append(
+                _Rule(
+                    c,
+                    self.index.matching_tasks(sel, frozenset({subj.namespace})),
+                    codes,
+                    max(len(values), 1),
+                    self._nodes(subj, hard, c)[1],
+                    1 if label_selector_matches(sel, subj.labels) else 0,
+                )
+            )
+        out = (eligible, rules)
+        if key is not None:
+            self._rules_cache[key] = out
+        return out
+
+    def filter(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp] | None = None) -> I8:
+        """One T_* code per node of ``nodes`` (default all)."""
+        idx = np.arange(self.state.n_nodes) if nodes is None else nodes
+        code = np.zeros(idx.size, np.int8)
+        eligible, rules = self._rules(subj)
+        if not rules:
+            return code
+        on_node = sim.on_node()
+        for r in rules:
+            c, tasks, codes = r.constraint, r.tasks, r.codes
             if subj.task is not None:
                 tasks = tasks[tasks != subj.task]
-            codes, values, _ = self.labels.column(c.topology_key)
-            tasks = tasks[sim.on_node()[tasks] & (sim.status[tasks] != RELEASING)]
+            tasks = tasks[on_node[tasks] & (sim.status[tasks] != RELEASING)]
             tasks = tasks[eligible[sim.node_of[tasks]]]
             dom_of_task = codes[sim.node_of[tasks]]
             # At least one slot, so that indexing stays valid when no node has the key at all.
-            counts = np.bincount(dom_of_task[dom_of_task >= 0], minlength=max(len(values), 1))
-            domains = self._nodes(subj, hard, c)[1]
+            counts = np.bincount(dom_of_task[dom_of_task >= 0], minlength=r.n_values)
+            domains = r.domains
             min_count = int(counts[domains].min()) if domains.size else 0
             if c.min_domains > 0 and domains.size < c.min_domains:
                 min_count = 0
-            self_match = 1 if label_selector_matches(sel, subj.labels) else 0
             sub = codes[idx]
             missing = sub < 0
-            skew = counts[np.maximum(sub, 0)] + self_match - min_count
+            skew = counts[np.maximum(sub, 0)] + r.self_match - min_count
             code[(code == T_OK) & missing] = T_LABEL
             code[(code == T_OK) & ~missing & (skew > c.max_skew)] = T_SKEW
         return code
