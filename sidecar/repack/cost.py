@@ -132,18 +132,29 @@ class GroupMoves:
 
 def marginal(gang: GangState, groups: list[GroupMoves]) -> npt.NDArray[np.float64]:
     """The five dimensions' increase if these moves join the plan (min-max normalisation over a
-    round's candidates removes the common plan-so-far part, so increases rank like totals)."""
+    round's candidates removes the common plan-so-far part, so increases rank like totals).
+
+    Called for every neighbour of every try, so a group without per-role minimums is done inline
+    (``below`` is then moves > safe); the general rule stays in ``GangState.below``/``affected``."""
     workloads = below = 0
     affected = cards = 0.0
     pods = 0
+    moved, safe, usage, taken, role_min = gang._moves, gang._safe, gang._usage, gang._cards, gang.role_min
     for m in groups:
         g = m.group
-        if gang._moves[g] == 0:
+        if moved[g] == 0:
             workloads += 1
-        was_below = gang.below(g)
-        if not was_below and gang.below(g, m.pods, m.roles):
-            below += 1
-        affected += gang.affected(g, m.pods, m.cards, m.roles) - gang.affected(g)
+        if role_min[g]:
+            was_below = gang.below(g)
+            if not was_below and gang.below(g, m.pods, m.roles):
+                below += 1
+            affected += gang.affected(g, m.pods, m.cards, m.roles) - gang.affected(g)
+        else:
+            was_below, now_below = moved[g] > safe[g], moved[g] + m.pods > safe[g]
+            if now_below and not was_below:
+                below += 1
+            after = usage[g] if now_below else taken[g] + m.cards
+            affected += after - (usage[g] if was_below else taken[g])
         cards += m.cards
         pods += m.pods
     return np.array([workloads, below, affected, cards, pods], np.float64)
