@@ -52,6 +52,7 @@ class Outcome:
     seconds: float
     freed_nodes: list[int] = field(default_factory=list)  # emptied, before subtracting lit nodes
     lit: int = 0  # nodes that held none of the goal resource before and hold some after
+    rejected_sources: set[int] = field(default_factory=set)  # nodes with an infeasible or stranded move
     node_of: npt.NDArray[np.int32] | None = None
 
 
@@ -200,9 +201,11 @@ def measure(state: ClusterState, run: RunSpec, proposal: Proposal) -> Outcome:
     infeasible = stranded = 0
     moved: Counter[int] = Counter()
     cards = 0.0
+    rejected: set[int] = set()
     for t, target in proposal.evictions:
         if not sim.on_node()[t]:
             continue
+        source = int(state.task_node[t])
         sim.remove(t)
         subj = mirror.subject_for_task(t)
         if target is not None:
@@ -212,9 +215,11 @@ def measure(state: ClusterState, run: RunSpec, proposal: Proposal) -> Outcome:
                 cards += state.task_req[t, g]
                 continue
             infeasible += 1
+            rejected.add(source)
         best = mirror.allocate(subj, sim)
         if best < 0:
             stranded += 1
+            rejected.add(source)
             continue
         sim.place(t, best)
         moved[int(state.task_pod_group[t])] += 1
@@ -241,32 +246,8 @@ def measure(state: ClusterState, run: RunSpec, proposal: Proposal) -> Outcome:
         freed_nodes=freed,
         node_of=sim.node_of.copy(),
         lit=lit,
+        rejected_sources=rejected,
     )
-
-
-def _bad_sources(state: ClusterState, run: RunSpec, proposal: Proposal) -> set[int]:
-    """Source nodes of the evictions the judge's replay rejects (infeasible target or stranded)."""
-    mirror = Mirror(state)
-    sim = Simulation(state)
-    bad: set[int] = set()
-    for t, target in proposal.evictions:
-        if not sim.on_node()[t]:
-            continue
-        source = int(state.task_node[t])
-        sim.remove(t)
-        subj = mirror.subject_for_task(t)
-        if target is not None and mirror.predicates.feasible_nodes(subj, sim, np.array([target])).size:
-            sim.place(t, target)
-            continue
-        if target is not None:
-            bad.add(source)
-        best = mirror.allocate(subj, sim)
-        if best < 0:
-            bad.add(source)
-            continue
-        sim.place(t, best)
-    sim.commit()
-    return bad
 
 
 def repair(state: ClusterState, run: RunSpec, proposal: Proposal, rounds: int = 20) -> Proposal:
@@ -274,7 +255,7 @@ def repair(state: ClusterState, run: RunSpec, proposal: Proposal, rounds: int = 
     remaining move replays (dropping a source can invalidate a later move that counted on it)."""
     evictions = list(proposal.evictions)
     for _ in range(rounds):
-        bad = _bad_sources(state, run, Proposal(proposal.method, evictions))
+        bad = measure(state, run, Proposal(proposal.method, evictions)).rejected_sources
         if not bad:
             break
         evictions = [(t, target) for t, target in evictions if int(state.task_node[t]) not in bad]

@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sidecar.mirror.simulation import Simulation
-from sidecar.repack.candidates import EMPTIED, RECEIVER, Candidate, CandidateTable, Outcome, Prepared
-from sidecar.repack.cost import GangState, ranking_scores
+from sidecar.mirror.simulation import Simulation, task_ports
+from sidecar.repack.candidates import EMPTIED, RECEIVER, Candidate, Outcome, Prepared
+from sidecar.repack.cost import GangState, initial_deltas, ranking_scores
 from sidecar.repack.fragmentation import fragmentation, holding_mask
 from sidecar.snapshot.units import TOLERANCE
 
@@ -137,12 +137,9 @@ class Model:
         self.free = sim.future_idle()
         self.pods_left = state.node_alloc[:, p.pods_dim] - sim.pod_count
         self.index = {c.node: i for i, c in enumerate(cands)}
-        rank = np.empty(state.n_nodes, np.int64)
-        rank[np.argsort(np.array(state.node_names, dtype=object), kind="stable")] = np.arange(state.n_nodes)
-        outcomes: dict[int, Outcome] = {}
-        fresh = GangState.build(state, goal, holding_mask(state))
-        table = CandidateTable(state, planner.spec, goal, cands, fresh, rank, outcomes)
-        scores = ranking_scores(table.delta, planner.spec.weights.as_tuple())
+        # the guide's cost of emptying each candidate against the empty plan (the first round's ranking)
+        deltas = initial_deltas(GangState.build(state, goal, holding_mask(state)), cands)
+        scores = ranking_scores(deltas, planner.spec.weights.as_tuple())
         self.cost = {c.node: float(s) for c, s in zip(cands, scores - scores.min(initial=0.0), strict=True)}
         self.allowed: dict[int, np.ndarray[Any, np.dtype[np.intp]]] = {}
         self.repels: list[tuple[int, int]] = []
@@ -295,8 +292,6 @@ class Model:
 def _only_hostname_terms(profile: Any, predicates: Any, subj: Any) -> bool:
     """Pod-level terms the model expresses: required anti-affinity by hostname (both directions)
     and topology spread by hostname (a ScheduleAnyway one only scores)."""
-    from sidecar.mirror.simulation import task_ports
-
     if task_ports(profile):
         return False
     if any(term.topology_key != HOSTNAME for term in profile.pod_anti_affinity):
