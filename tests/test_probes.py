@@ -6,8 +6,6 @@ import asyncio
 import json
 import threading
 import time
-import urllib.error
-import urllib.request
 
 import grpc
 import pytest
@@ -19,14 +17,7 @@ from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
 from sidecar.client import MIB, client_options
 from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.server.probes import Probes
-
-
-def get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as reply:
-            return reply.status, reply.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
+from tests.http_fixtures import get
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,27 +18,16 @@ from sidecar.sandbox.apiserver import ApiServer
 from sidecar.snapshot.io import load_snapshot
 from sidecar.watcher.controller import Controller, dry_run
 from sidecar.watcher.dryrun import GROUP, PLURAL, VERSION, DryRunReconciler, InProcessPlanner, Planner
-from tests.conftest import ServerThread
-from tests.guide_fixtures import GUIDE, api, k8s, kubeconfig
+from tests.guide_fixtures import GUIDE, api, k8s, kubeconfig, planner
 from tests.sandbox_fixtures import wait_for
 
-__all__ = ["api", "k8s", "kubeconfig"]  # the guide cluster fixtures
+__all__ = ["api", "k8s", "kubeconfig", "planner"]  # the guide cluster fixtures
 
 ROOT = Path(__file__).resolve().parents[1]
 DRYRUN = ROOT / "sidecar" / "data" / "guide-ascend-dryrun.yaml"
 NAME = "ascend-guarded-dryrun"
 HAVE_KUBECTL = subprocess.run(["which", "kubectl"], capture_output=True).returncode == 0
 needs_kubectl = pytest.mark.skipif(not HAVE_KUBECTL, reason="kubectl is not installed")
-
-
-@pytest.fixture(params=["in-process", "grpc"])
-def planner(request: pytest.FixtureRequest, server: ServerThread) -> Iterator[Planner]:
-    """The same run planned by the service in process and by a real sidecar on loopback."""
-    if request.param == "in-process":
-        yield InProcessPlanner()
-    else:
-        with RepackClient(server.target) as remote:
-            yield remote
 
 
 def kubectl(kubeconfig: Path, *args: str) -> str:

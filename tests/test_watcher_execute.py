@@ -6,20 +6,17 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sidecar.client import RepackClient
 from sidecar.snapshot.kube import GROUP_NAME
 from sidecar.watcher.cluster import read_cluster
 from sidecar.watcher.execute import ExecuteOptions, ExecuteReconciler
 from sidecar.watcher.placement import PLACEMENT_GATE
 from sidecar.watcher.planner import InProcessPlanner, Planner
-from tests.conftest import ServerThread
 from tests.execute_fixtures import (
     NPU,
     NS,
@@ -33,6 +30,9 @@ from tests.execute_fixtures import (
     sandbox,
     true_reasons,
 )
+from tests.guide_fixtures import planner
+
+__all__ = ["planner"]  # in process and over gRPC
 
 NAME = "ascend-execute-001"
 HAVE_KUBECTL = subprocess.run(["which", "kubectl"], capture_output=True).returncode == 0
@@ -49,15 +49,6 @@ class Clock:
 
     def advance(self, seconds: float) -> None:
         self.now += timedelta(seconds=seconds)
-
-
-@pytest.fixture(params=["in-process", "grpc"])
-def planner(request: pytest.FixtureRequest, server: ServerThread) -> Iterator[Planner]:
-    if request.param == "in-process":
-        yield InProcessPlanner()
-    else:
-        with RepackClient(server.target) as remote:
-            yield remote
 
 
 def npu_pods_on(box: Sandbox, node: str) -> list[str]:

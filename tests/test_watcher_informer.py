@@ -8,37 +8,22 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
 from sidecar.sandbox.apiserver import ApiServer
 from sidecar.scenarios.synth import SynthOptions, synth
-from sidecar.snapshot.io import load_snapshot
 from sidecar.watcher.cluster import ClusterCache, read_cluster
 from sidecar.watcher.informer import PODS, Backoff, Informer, key_of
+from tests.guide_fixtures import api, k8s, kubeconfig
 from tests.sandbox_fixtures import pod, wait_for
 
-ROOT = Path(__file__).resolve().parents[1]
-GUIDE = ROOT / "sidecar" / "data" / "guide-ascend.json"
+__all__ = ["api", "k8s", "kubeconfig"]  # the guide cluster fixtures
+
 FAST = Backoff(initial=0.05, cap=0.5)
-
-
-@pytest.fixture
-def api() -> Iterator[ApiServer]:
-    with ApiServer(history=50, bookmark_every=0.2) as s:
-        s.load(load_snapshot(GUIDE))
-        yield s
-
-
-@pytest.fixture
-def k8s(api: ApiServer, tmp_path: Path) -> Iterator[client.ApiClient]:
-    c = config.new_client_from_config(str(api.kubeconfig(tmp_path / "kubeconfig")))
-    yield c
-    c.close()
 
 
 @pytest.fixture

@@ -8,15 +8,17 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
 from sidecar.sandbox.apiserver import ApiServer
 from sidecar.watcher.lease import LeaderElector, LeaseConfig, micro_time, parse_time
+from tests.guide_fixtures import k8s, kubeconfig
 from tests.sandbox_fixtures import wait_for
+
+__all__ = ["k8s", "kubeconfig"]  # over this module's own api fixture
 
 NAME, NAMESPACE = "repack-watcher", "kube-system"
 #: short timings (client-go's ratios: duration > deadline > retry), one-second leases
@@ -28,13 +30,6 @@ NO_CALLBACKS: dict[str, Any] = {"on_started_leading": lambda: None, "on_stopped_
 def api() -> Iterator[ApiServer]:
     with ApiServer(history=50, bookmark_every=0.2) as s:
         yield s
-
-
-@pytest.fixture
-def k8s(api: ApiServer, tmp_path: Path) -> Iterator[client.ApiClient]:
-    c = config.new_client_from_config(str(api.kubeconfig(tmp_path / "kubeconfig")))
-    yield c
-    c.close()
 
 
 class Tracker:

@@ -7,8 +7,6 @@ import json
 import socket
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -25,18 +23,9 @@ from sidecar.watcher.args import WatchOptions, watch_options
 from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.placement import PLACEMENT_GATE
 from sidecar.watcher.runner import watch
+from tests.http_fixtures import get
 
 NAME = "metrics-execute-001"
-
-
-def get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as reply:
-            return reply.status, reply.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-    except OSError:
-        return 0, ""
 
 
 def free_port() -> int:

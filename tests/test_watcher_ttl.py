@@ -9,16 +9,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client import ApiException
 
 from sidecar import logs
 from sidecar.sandbox.apiserver import ApiServer
 from sidecar.watcher.ttl import DELETED, TTLReconciler, finished_at, parse_time
+from tests.guide_fixtures import k8s, kubeconfig
+
+__all__ = ["k8s", "kubeconfig"]  # over this module's own api fixture
 
 GROUP, VERSION, PLURAL = "repack.volcano.sh", "v1alpha1", "repackruns"
 FINISHED = datetime(2026, 7, 30, 10, 0, 0, tzinfo=UTC)
@@ -30,13 +32,6 @@ def api() -> Iterator[ApiServer]:
     with ApiServer() as s:
         s.load([])
         yield s
-
-
-@pytest.fixture
-def k8s(api: ApiServer, tmp_path: Path) -> Iterator[client.ApiClient]:
-    c = config.new_client_from_config(str(api.kubeconfig(tmp_path / "kubeconfig")))
-    yield c
-    c.close()
 
 
 class Clock:
