@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mirror_cases import mirror, n, t
@@ -142,3 +143,38 @@ def test_a_binding_task_that_fits_idle_is_counted_like_any_other() -> None:
     m = mirror([n("a")], [t("b", "a", cpu=2000, status=pb.Task.Binding)])
     assert not m.state.ledger.refused.any()
     assert Simulation(m.state).pod_count[0] == 1 and m.state.ledger.used[0, 0] == 2000
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 1000), picks=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), max_size=8))
+def test_relocate_is_remove_then_place_bit_for_bit(seed: int, picks: list[tuple[int, int]]) -> None:
+    """The planner's committed bulk move equals removing each task, then placing each, in order."""
+    state = decode(synth(SynthOptions(nodes=12, fill=0.7, seed=seed)))
+    one, bulk = Simulation(state), Simulation(state)
+    placed = [int(x) for x in np.flatnonzero(one.on_node())]
+    tasks = list(dict.fromkeys(placed[a % len(placed)] for a, _ in picks)) if placed else []
+    targets = [b % state.n_nodes for _, b in picks][: len(tasks)]
+    for task in tasks:
+        one.remove(task)
+    for task, node in zip(tasks, targets, strict=True):
+        one.place(task, node)
+    one.commit()
+    bulk.relocate(np.array(tasks, np.intp), targets)
+    assert _snapshot_of(bulk) == _snapshot_of(one)
+    assert bulk.idle().tobytes() == one.idle().tobytes()
+    assert bulk.future_idle().tobytes() == one.future_idle().tobytes()
+
+
+def test_relocate_refuses_an_open_statement_and_host_ports() -> None:
+    state = decode(synth(SynthOptions(nodes=6, fill=0.7, seed=1)))
+    sim = Simulation(state)
+    task = int(np.flatnonzero(sim.on_node())[0])
+    mark = sim.checkpoint()
+    sim.remove(task)
+    with pytest.raises(RuntimeError, match="committed"):
+        sim.relocate(np.array([task], np.intp), [0])
+    sim.rollback(mark)
+    m = mirror([n("a"), n("b")], [t("p0", "a", hostPorts=[{"port": 9000}])])
+    p0 = m.state.task_uid.index("default/p0")
+    with pytest.raises(ValueError, match="host ports"):
+        Simulation(m.state).relocate(np.array([p0], np.intp), [m.state.node("b")])

@@ -20,7 +20,7 @@ from sidecar.mirror.predicates import Predicates
 from sidecar.mirror.scoring import NodeOrder, Scores
 from sidecar.mirror.selectors import NodeLabels, check_tolerations
 from sidecar.mirror.simulation import Simulation, ports_conflict, task_ports
-from sidecar.mirror.types import P_OK, S_OK, T_OK, FilterResult, Subject
+from sidecar.mirror.types import P_OK, S_OK, T_OK, FilterResult, Subject, task_subject
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import PODS
 from sidecar.snapshot.validation import quantity, validate_profile
@@ -70,15 +70,7 @@ class Mirror:
         return self.subject_for_task(t)
 
     def subject_for_task(self, t: int) -> Subject:
-        s = self.state
-        return Subject(
-            name=s.task_name[t],
-            namespace=s.namespaces[s.task_namespace[t]],
-            req=s.task_req[t],
-            profile=s.profiles[s.task_profile[t]],
-            task=t,
-            profile_index=int(s.task_profile[t]),
-        )
+        return task_subject(self.state, t)
 
     def subject_from_message(self, task: pb.Task, path: str = "task") -> Subject:
         if not task.name:

@@ -50,13 +50,20 @@ class NodeChecks:
         self._static_by_profile: dict[int, StaticResult] = {}
         self._taint_sets: TaintSets | None = None
 
+    def fit_mask(self, req: npt.NDArray[np.float64]) -> npt.NDArray[np.uint8]:
+        """[T, R]: 1 where LessEqual compares a request's dimension -- cpu and memory always, a
+        scalar only when requested (the rule; :meth:`fit_dims` is its cached index form)."""
+        mask = np.zeros(req.shape, np.uint8)
+        mask[:, :2] = 1
+        mask[:, self._scalar_dims] = req[:, self._scalar_dims] > 0
+        return mask
+
     def fit_dims(self, req: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
-        """Dimensions LessEqual compares: cpu and memory always, a scalar only when requested."""
-        requested = req[self._scalar_dims] > 0
-        key = requested.tobytes()
+        """Dimensions LessEqual compares for one request (:meth:`fit_mask`), cached per pattern."""
+        key = (req[self._scalar_dims] > 0).tobytes()
         dims = self._dims.get(key)
         if dims is None:
-            dims = self._dims[key] = np.concatenate([np.array([0, 1], np.intp), self._scalar_dims[requested]])
+            dims = self._dims[key] = np.flatnonzero(self.fit_mask(req[None, :])[0]).astype(np.intp)
         return dims
 
     def taint_sets(self) -> TaintSets:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+
+if TYPE_CHECKING:
+    from sidecar.snapshot.state import ClusterState
 
 I8 = npt.NDArray[np.int8]
 Mask = npt.NDArray[np.bool_]
@@ -53,6 +56,18 @@ class Subject:
     @property
     def labels(self) -> Mapping[str, str]:
         return self.profile.labels
+
+
+def task_subject(state: ClusterState, t: int) -> Subject:
+    """The snapshot's task ``t`` as a Subject."""
+    return Subject(
+        name=state.task_name[t],
+        namespace=state.namespaces[state.task_namespace[t]],
+        req=state.task_req[t],
+        profile=state.profiles[state.task_profile[t]],
+        task=t,
+        profile_index=int(state.task_profile[t]),
+    )
 
 
 @dataclass(frozen=True)

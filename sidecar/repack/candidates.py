@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from sidecar.mirror.predicates import Predicates
+from sidecar.mirror.types import S_OK
 from sidecar.repack.cost import GangState, GroupMoves, initial_deltas, marginal
 from sidecar.repack.fragmentation import Fragmentation, fragmentation, holding_mask
 from sidecar.repack.spec import RunSpec
@@ -69,6 +71,44 @@ class Prepared:
     outcomes: dict[int, Outcome]
     pod_group_count: int
     node_count: int
+
+
+@dataclass(frozen=True)
+class CandidatePods:
+    """Every candidate's pods in one flat array (candidates in table order, each in placement
+    order), with the row of node-only check results each pod reads: profiles share few distinct
+    results (NodeChecks caches one per constraint set), so ``static_ok`` has one row per result."""
+
+    pods: npt.NDArray[np.intp]  # [T]
+    cand: npt.NDArray[np.intp]  # [T] candidate of each pod
+    bounds: npt.NDArray[np.intp]  # [C + 1] candidate i's pods are pods[bounds[i]:bounds[i + 1]]
+    static_row: npt.NDArray[np.intp]  # [T] row of static_ok
+    static_ok: npt.NDArray[np.uint8]  # [S, N] 1 where the node-only checks pass
+
+    @classmethod
+    def build(cls, state: ClusterState, predicates: Predicates, cands: list[Candidate]) -> CandidatePods:
+        sizes = [c.pods.size for c in cands]
+        pods = np.concatenate([c.pods for c in cands]).astype(np.intp) if cands else np.zeros(0, np.intp)
+        bounds = np.zeros(len(cands) + 1, np.intp)
+        np.cumsum(sizes, out=bounds[1:])
+        profiles, inverse = np.unique(state.task_profile[pods], return_inverse=True)
+        rows: dict[int, int] = {}  # id of a StaticResult -> its row
+        masks: list[npt.NDArray[np.bool_]] = []
+        row_of_profile = np.empty(profiles.size, np.intp)
+        for k, prof in enumerate(profiles.tolist()):
+            static = predicates.static(state.profiles[prof], profile_index=prof)
+            r = rows.get(id(static), -1)
+            if r < 0:
+                r = rows[id(static)] = len(masks)
+                masks.append(static.code == S_OK)
+            row_of_profile[k] = r
+        return cls(
+            pods,
+            np.repeat(np.arange(len(cands)), sizes).astype(np.intp),
+            bounds,
+            np.ascontiguousarray(row_of_profile[inverse.ravel()], np.intp),
+            np.array(masks, np.uint8).reshape(len(masks), state.n_nodes),
+        )
 
 
 def pod_name(state: ClusterState, t: int) -> str:

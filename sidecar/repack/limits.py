@@ -15,9 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.mirror.predicates import Predicates
-from sidecar.mirror.types import S_OK
-from sidecar.repack.candidates import BUDGET, PDB, Candidate, CandidateTable, Outcome, Prepared
+from sidecar.repack.candidates import BUDGET, PDB, Candidate, CandidatePods, CandidateTable, Outcome, Prepared
 from sidecar.repack.cost import GangState
 from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
@@ -152,26 +150,13 @@ class Preflight:
     their node checks allow. Receivers only fill up and the set of receivers only shrinks, so a
     candidate failing here never succeeds later."""
 
-    def __init__(self, state: ClusterState, predicates: Predicates, goal: int, table: CandidateTable) -> None:
+    def __init__(self, state: ClusterState, goal: int, table: CandidateTable, pods: CandidatePods) -> None:
         self.table = table
-        pods = [c.pods for c in table.cands]
-        flat = np.concatenate(pods) if pods else np.zeros(0, np.intp)
         # one entry per pod of every candidate: its candidate, goal request and row of node checks
-        self.cand = np.repeat(np.arange(len(pods)), [x.size for x in pods]).astype(np.intp)
-        self.req = state.task_req[flat, goal] if flat.size else np.zeros(0)
-        profiles, inverse = np.unique(state.task_profile[flat], return_inverse=True)
-        rows: dict[int, int] = {}
-        masks: list[npt.NDArray[np.bool_]] = []
-        row_of_profile = np.empty(profiles.size, np.intp)
-        for k, prof_i in enumerate(profiles.tolist()):
-            static = predicates.static(state.profiles[prof_i], profile_index=prof_i)
-            r = rows.get(id(static), -1)
-            if r < 0:
-                r = rows[id(static)] = len(masks)
-                masks.append(static.code == S_OK)
-            row_of_profile[k] = r
-        self.row = row_of_profile[inverse.ravel()] if flat.size else np.zeros(0, np.intp)
-        self.masks = np.array(masks) if masks else np.zeros((0, state.n_nodes), bool)
+        self.cand = pods.cand
+        self.req = state.task_req[pods.pods, goal]
+        self.row = pods.static_row
+        self.masks = pods.static_ok.view(np.bool_)
 
     def prune(self, allowed: npt.NDArray[np.bool_], free_goal: npt.NDArray[np.float64]) -> None:
         """Drop the live candidates that fail either condition (``free_goal``: FutureIdle)."""

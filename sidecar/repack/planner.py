@@ -19,27 +19,23 @@ constraints (affinity, spread, ports), which moves can loosen, is retried after 
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
-from sidecar.mirror.types import Subject
-from sidecar.repack import candidates, exact
-from sidecar.repack.candidates import CandidateTable, Outcome, Prepared
+from sidecar.repack import candidates, exact, receivers
+from sidecar.repack.candidates import CandidatePods, CandidateTable, Outcome, Prepared
 from sidecar.repack.cost import GangState, ranking_scores
 from sidecar.repack.fragmentation import Fragmentation, fragmentation
 from sidecar.repack.limits import Budgets, Preflight, count_pdbs, pin_pdb_protected
 from sidecar.repack.receivers import Receivers
+from sidecar.repack.search import NodeLevelPods, Search
 from sidecar.repack.spec import RunSpec, require_provided_goal
 from sidecar.snapshot.state import ClusterState
 
-#: receiver choices tried per candidate before it is given up (backtracking bound)
-PLACEMENT_BUDGET = 256
 #: failed tries (since the last one) that trigger the bulk capacity check
 PREFLIGHT_AFTER_FAILURES = 8
 
@@ -164,7 +160,10 @@ class _Run:
         self.receivers = Receivers(planner.mirror, self.sim, goal, prep.pinned.copy(), self.table.node_cost, rank)
         self.budgets = Budgets(state, spec, prep.gang, self.table)
         self.budget_aware = budget_aware
-        self.preflight = Preflight(state, planner.mirror.predicates, goal, self.table)
+        pods = CandidatePods.build(state, planner.mirror.predicates, prep.candidates)
+        self.preflight = Preflight(state, goal, self.table, pods)
+        #: candidates whose whole search runs in the kernel (None: the Python search for all)
+        self.node_level = NodeLevelPods(planner.mirror, pods) if receivers.kernel_in_use() else None
 
     def loop(self) -> None:
         table = self.table
@@ -203,6 +202,8 @@ class _Run:
         """Empty candidate ``i`` in the simulation if every one of its pods finds a receiver."""
         if not self.budgets.pdb_ok(i):
             return False
+        if self.node_level is not None and self.node_level.simple[i]:
+            return self._try_node_level(i)
         c, sim, receivers = self.table.cands[i], self.sim, self.receivers
         mark = sim.checkpoint()
         was_allowed = bool(receivers.allowed[c.node])
@@ -211,7 +212,7 @@ class _Run:
             sim.remove(int(t))
         # Rule 3 on top of this candidate: nodes of the PodGroups it breaks become cheap to empty.
         trial = self.table.trial(i, self.gang)
-        search = _Search(self.mirror, sim, receivers, c.pods)
+        search = Search(self.mirror, sim, receivers, c.pods)
         placed = search.place(0)
         self.table.settle(trial, placed)
         if not placed:
@@ -225,49 +226,35 @@ class _Run:
                 self.table.drop_no_receiver(i)
             return False
         sim.commit()
-        for target, t in zip(search.targets, c.pods, strict=True):
+        self._emptied(i, search.targets)
+        return True
+
+    def _try_node_level(self, i: int) -> bool:
+        """The same try for a candidate whose pods face node-level checks only: the search runs
+        in the kernel without touching the simulation, which takes the moves only if it succeeds.
+        Such a failure is final (no placement elsewhere can loosen a node-level check)."""
+        assert self.node_level is not None
+        c, receivers = self.table.cands[i], self.receivers
+        was_allowed = bool(receivers.allowed[c.node])
+        receivers.allowed[c.node] = False
+        trial = self.table.trial(i, self.gang)
+        targets = self.node_level.place(i, self.sim, receivers, receivers.pod_cap)
+        self.table.settle(trial, targets is not None)
+        if targets is None:
+            receivers.allowed[c.node] = was_allowed
+            self.table.drop_no_receiver(i)
+            return False
+        self.sim.relocate(c.pods, targets)
+        self._emptied(i, targets)
+        return True
+
+    def _emptied(self, i: int, targets: list[int]) -> None:
+        c = self.table.cands[i]
+        for target, t in zip(targets, c.pods, strict=True):
             self.moves.append(Move(int(t), c.node, target))
         for m in c.groups:
             self.gang.apply(m.group, m.pods, m.cards, m.roles)
         self.budgets.spend(c)
         self.freed.append(c.node)
-        receivers.stays[search.targets] = True
-        self.table.emptied(i, search.targets)
-        return True
-
-
-class _Search:
-    """Depth-first search for receivers of one candidate's pods, in placement order, each pod's
-    receivers best first. Every receiver choice tried spends one unit of ``budget``
-    (PLACEMENT_BUDGET per candidate); once it is spent the search fails."""
-
-    def __init__(self, mirror: Mirror, sim: Simulation, receivers: Receivers, pods: npt.NDArray[np.intp]) -> None:
-        self.mirror, self.sim, self.receivers, self.pods = mirror, sim, receivers, pods
-        self.budget = PLACEMENT_BUDGET
-        self.targets: list[int] = []  # receiver of each pod placed so far
-        self.stuck: list[Subject] = []  # pods that found no receiver at all
-
-    def place(self, k: int) -> bool:
-        """Place ``pods[k:]`` after ``pods[:k]`` went to ``targets``; the simulation keeps the
-        placements on success and is as it was on failure."""
-        if k == len(self.pods):
-            return True
-        t = int(self.pods[k])
-        subj = self.mirror.subject_for_task(t)
-        options = self.receivers.for_subject(subj)
-        first = next(options, None)
-        if first is None:
-            self.stuck.append(subj)
-            return False
-        for target in itertools.chain((first,), options):
-            if self.budget <= 0:
-                return False
-            self.budget -= 1
-            cp = self.sim.checkpoint()
-            self.sim.place(t, target)
-            self.targets.append(target)
-            if self.place(k + 1):
-                return True
-            self.sim.rollback(cp)
-            self.targets.pop()
-        return False
+        self.receivers.stays[targets] = True
+        self.table.emptied(i, targets)

@@ -1,0 +1,246 @@
+"""Placing one candidate's pods: a depth-first search over receivers, bounded by a budget.
+
+Pods go in placement order (largest first), each to its feasible receivers best first (the key
+of receivers.py), on the state that holds the earlier pods' placements; a pod with no receiver
+sends the search back to the previous pod's next receiver. Every receiver tried spends one unit of
+PLACEMENT_BUDGET; once it is spent the candidate fails.
+
+Two forms of the one search:
+
+* :class:`Search` -- any pod: feasibility is the mirror's full Filter on the Simulation (affinity,
+  spread and host ports read where other pods sit), placements are Simulation moves.
+* :func:`place_pods` -- pods with node-level constraints only (resources, pod count, the
+  node-only checks): nothing but the moving pods' own rows changes feasibility, so the whole
+  search runs in one pass of the Cython kernel ``ext/receivers.pyx`` over the ledger arrays,
+  overlaying the rows of nodes it places on and writing nothing the caller owns.
+  :func:`place_pods_twin` is the loop that specifies it; :class:`NodeLevelPods` prepares what it
+  reads for every candidate whose pods are all such pods.
+
+tests/test_search.py checks the kernel against the twin on random inputs, the twin against
+:class:`Search` on the same Simulation, and whole plans with and without the kernel.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar import dispatch
+from sidecar.mirror.core import Mirror
+from sidecar.mirror.simulation import Simulation
+from sidecar.mirror.types import Subject
+from sidecar.repack.candidates import CandidatePods
+from sidecar.repack.receivers import Receivers, key
+from sidecar.snapshot.units import TOLERANCE
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+U8 = npt.NDArray[np.uint8]
+Nodes = npt.NDArray[np.intp]
+
+#: receiver choices tried per candidate before it is given up (backtracking bound)
+PLACEMENT_BUDGET = 256
+
+_K = dispatch.load("sidecar.repack._receivers")
+
+
+class Search:
+    """The search for any pods, on the Simulation (which keeps the placements on success)."""
+
+    def __init__(self, mirror: Mirror, sim: Simulation, receivers: Receivers, pods: Nodes) -> None:
+        self.mirror, self.sim, self.receivers, self.pods = mirror, sim, receivers, pods
+        self.budget = PLACEMENT_BUDGET
+        self.targets: list[int] = []  # receiver of each pod placed so far
+        self.stuck: list[Subject] = []  # pods that found no receiver at all
+
+    def place(self, k: int) -> bool:
+        """Place ``pods[k:]`` after ``pods[:k]`` went to ``targets``; the simulation keeps the
+        placements on success and is as it was on failure."""
+        if k == len(self.pods):
+            return True
+        t = int(self.pods[k])
+        subj = self.mirror.subject_for_task(t)
+        options = self.receivers.for_subject(subj)
+        first = next(options, None)
+        if first is None:
+            self.stuck.append(subj)
+            return False
+        for target in itertools.chain((first,), options):
+            if self.budget <= 0:
+                return False
+            self.budget -= 1
+            cp = self.sim.checkpoint()
+            self.sim.place(t, target)
+            self.targets.append(target)
+            if self.place(k + 1):
+                return True
+            self.sim.rollback(cp)
+            self.targets.pop()
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class PodsInput:
+    """What the node-level search reads: the pods ([T, ...], placement order) and per node ([N])
+    the ledger rows and the receiver state."""
+
+    req: F64  # [T, R] requests
+    fit: U8  # [T, R] 1 where LessEqual compares the dimension (NodeChecks.fit_mask)
+    static_row: Nodes  # [T] each pod's row of static_ok
+    static_ok: U8  # [S, N] node-only checks passed
+    alloc: F64  # [N, R]
+    used: F64  # [N, R]
+    releasing: F64  # [N, R]
+    pipelined: F64  # [N, R]
+    future: F64  # [N, R] FutureIdle
+    pod_count: I64
+    pod_cap: F64
+    allowed: U8  # rule 1
+    stays: U8  # rule 2
+    cost: F64  # rule 3 (ignored where stays)
+    rank: I64  # node-name rank
+    goal: int
+    budget: int = PLACEMENT_BUDGET
+
+
+def place_pods_twin(inp: PodsInput) -> list[int] | None:
+    """The search as a plain loop (the specification): each pod's receivers are the allowed nodes
+    passing its node-only checks, pod count and resource fit on the rows as earlier placements
+    left them, taken in key order; a placement adds the request to the node's Used and recomputes
+    FutureIdle exactly as the Simulation does. The receivers, or None when the budget or the
+    receivers run out. The inputs are left as they were."""
+    overlay: dict[int, list[tuple[F64, F64, int]]] = {}  # node -> (used, future, count) per placement
+
+    def rows(n: int) -> tuple[F64, F64, int]:
+        stack = overlay.get(n)
+        return stack[-1] if stack else (inp.used[n], inp.future[n], int(inp.pod_count[n]))
+
+    def node_key(k: int, n: int) -> tuple[int, float, float, int]:
+        left = float(rows(n)[1][inp.goal] - inp.req[k, inp.goal])
+        return key(bool(inp.stays[n]), float(inp.cost[n]), left, int(inp.rank[n]))
+
+    def feasible(k: int, n: int) -> bool:
+        _, future, count = rows(n)
+        if not inp.allowed[n] or not inp.static_ok[inp.static_row[k], n] or count >= inp.pod_cap[n]:
+            return False
+        dims = np.flatnonzero(inp.fit[k])
+        return not any(inp.req[k, d] - future[d] >= TOLERANCE for d in dims)
+
+    n_pods, budget = inp.req.shape[0], inp.budget
+    targets: list[int] = []
+    last: tuple[int, float, float, int] | None = None  # key of the receiver just undone at this level
+    while len(targets) < n_pods:
+        k = len(targets)
+        keyed = [(node_key(k, n), n) for n in range(inp.future.shape[0]) if feasible(k, n)]
+        later = [kn for kn in keyed if last is None or kn[0] > last]
+        if not later or budget <= 0:
+            if k == 0:
+                return None
+            n = targets.pop()
+            overlay[n].pop()
+            last = node_key(k - 1, n)
+            continue
+        budget -= 1
+        _, n = min(later)
+        used, _, count = rows(n)
+        used = used + inp.req[k]
+        future = inp.alloc[n] - used + inp.releasing[n] - inp.pipelined[n]
+        overlay.setdefault(n, []).append((used, future, count + 1))
+        targets.append(n)
+        last = None
+    return targets
+
+
+def place_pods(inp: PodsInput, scratch: _Scratch | None = None) -> list[int] | None:
+    """:func:`place_pods_twin`'s answer, from the kernel when it is built."""
+    if dispatch.mode(_K) != "kernel":
+        return place_pods_twin(inp)
+    n_pods, n_res = inp.req.shape
+    s = scratch if scratch is not None else _Scratch(inp.future.shape[0], n_pods, n_res)
+    s.ensure(n_pods, n_res)
+    ok = _K.place_pods(
+        inp.req,
+        inp.fit,
+        inp.static_row,
+        inp.static_ok,
+        inp.alloc,
+        inp.used,
+        inp.releasing,
+        inp.pipelined,
+        inp.future,
+        inp.pod_count,
+        inp.pod_cap,
+        inp.allowed,
+        inp.stays,
+        inp.cost,
+        inp.rank,
+        inp.goal,
+        TOLERANCE,
+        inp.budget,
+        s.slot,
+        s.used,
+        s.future,
+        s.count,
+        s.prev,
+        s.targets,
+    )
+    return s.targets[:n_pods].tolist() if ok else None
+
+
+class _Scratch:
+    """The kernel's working rows, reused across candidates (``slot`` is all -1 between calls)."""
+
+    def __init__(self, n_nodes: int, n_pods: int, n_res: int) -> None:
+        self.slot = np.full(n_nodes, -1, np.intp)
+        self.used: F64 = np.empty((0, n_res))
+        self.ensure(max(n_pods, 16), n_res)
+
+    def ensure(self, n_pods: int, n_res: int) -> None:
+        if self.used.shape[0] < n_pods or self.used.shape[1] != n_res:
+            self.used = np.empty((n_pods, n_res))
+            self.future: F64 = np.empty((n_pods, n_res))
+            self.count: I64 = np.empty(n_pods, np.int64)
+            self.prev: Nodes = np.empty(n_pods, np.intp)
+            self.targets: Nodes = np.empty(n_pods, np.intp)
+
+
+class NodeLevelPods:
+    """The candidates whose pods all face node-level checks only, and what :func:`place_pods`
+    reads of their pods, prepared once per planning loop."""
+
+    def __init__(self, mirror: Mirror, pods: CandidatePods) -> None:
+        state, checks = mirror.state, mirror.predicates
+        self.pods = pods
+        self.req = np.ascontiguousarray(state.task_req[pods.pods])
+        self.fit = checks.node_checks.fit_mask(self.req)
+        pod_level = checks.pod_level_tasks(pods.pods)
+        sizes = np.diff(pods.bounds)
+        self.simple = (np.bincount(pods.cand[pod_level], minlength=sizes.size) == 0) & (sizes > 0)
+        self.scratch = _Scratch(state.n_nodes, int(sizes.max(initial=0)), self.req.shape[1])
+
+    def place(self, i: int, sim: Simulation, receivers: Receivers, pod_cap: F64) -> list[int] | None:
+        """Receivers for candidate ``i``'s pods (the search on the Simulation's current rows), or
+        None; the Simulation is not changed."""
+        a, b = int(self.pods.bounds[i]), int(self.pods.bounds[i + 1])
+        inp = PodsInput(
+            self.req[a:b],
+            self.fit[a:b],
+            self.pods.static_row[a:b],
+            self.pods.static_ok,
+            sim.state.node_alloc,
+            sim.used,
+            sim.releasing,
+            sim.pipelined,
+            sim.future_idle(),
+            sim.pod_count,
+            pod_cap,
+            receivers.allowed.view(np.uint8),
+            receivers.stays.view(np.uint8),
+            receivers.cost,
+            receivers.rank,
+            receivers.goal,
+        )
+        return place_pods(inp, self.scratch)

@@ -1,0 +1,138 @@
+"""The node-level search: the Cython kernel against its loop twin on random inputs, both against
+the general Search on real Simulation states, and a hand case that needs backtracking."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from plan_cases import spec
+
+from sidecar import dispatch
+from sidecar.mirror.core import Mirror
+from sidecar.repack import planner, receivers, search
+from sidecar.repack.search import PodsInput
+from sidecar.repack.spec import validate
+from sidecar.scenarios.synth import SynthOptions, synth
+from sidecar.snapshot.decode import decode
+
+needs_kernel = pytest.mark.skipif(not receivers.available(), reason="the receivers kernel is not built")
+
+
+@st.composite
+def pods_inputs(draw):  # type: ignore[no-untyped-def]
+    """Few nodes with little room, so searches backtrack and budgets run out."""
+    n, r, t = draw(st.integers(1, 7)), draw(st.integers(1, 3)), draw(st.integers(1, 5))
+    small = st.integers(0, 4).map(float)
+    u8 = st.integers(0, 1)
+    req = draw(hnp.arrays(np.float64, (t, r), elements=small))
+    alloc = draw(hnp.arrays(np.float64, (n, r), elements=st.integers(0, 8).map(float)))
+    used = np.minimum(draw(hnp.arrays(np.float64, (n, r), elements=small)), alloc)
+    releasing = np.minimum(draw(hnp.arrays(np.float64, (n, r), elements=st.integers(0, 1).map(float))), used)
+    pipelined = draw(hnp.arrays(np.float64, (n, r), elements=st.integers(0, 1).map(float)))
+    n_static = draw(st.integers(1, 3))
+    return PodsInput(
+        req=req,
+        fit=draw(hnp.arrays(np.uint8, (t, r), elements=u8)),
+        static_row=np.array(draw(st.lists(st.integers(0, n_static - 1), min_size=t, max_size=t)), np.intp),
+        static_ok=draw(hnp.arrays(np.uint8, (n_static, n), elements=u8)),
+        alloc=alloc,
+        used=used,
+        releasing=releasing,
+        pipelined=pipelined,
+        future=alloc - used + releasing - pipelined,
+        pod_count=draw(hnp.arrays(np.int64, n, elements=st.integers(0, 3))),
+        pod_cap=draw(hnp.arrays(np.float64, n, elements=st.integers(0, 5).map(float))),
+        allowed=draw(hnp.arrays(np.uint8, n, elements=u8)),
+        stays=draw(hnp.arrays(np.uint8, n, elements=u8)),
+        cost=draw(hnp.arrays(np.float64, n, elements=st.integers(0, 2).map(float))),
+        rank=np.array(draw(st.permutations(range(n))), np.int64),
+        goal=draw(st.integers(0, r - 1)),
+        budget=draw(st.integers(0, 12)),
+    )
+
+
+@needs_kernel
+@settings(max_examples=400, deadline=None)
+@given(pods_inputs())
+def test_kernel_agrees_with_twin(inp: PodsInput) -> None:
+    before = {name: getattr(inp, name).copy() for name in ("used", "future", "pod_count")}
+    expected = search.place_pods_twin(inp)
+    with dispatch.forced("kernel"):
+        got = search.place_pods(inp)
+    assert got == expected
+    for name, value in before.items():
+        assert np.array_equal(getattr(inp, name), value), f"{name} was written"
+
+
+def backtracking_case(budget: int) -> PodsInput:
+    """Two 3-card pods; node 0 is the tighter fit for the first, but only node 0 has the cpu the
+    second needs -- so the first must go to node 1. Resources: [gpu, cpu]."""
+    alloc = np.array([[3.0, 20.0], [4.0, 5.0]])
+    zeros = np.zeros_like(alloc)
+    return PodsInput(
+        req=np.array([[3.0, 1.0], [3.0, 10.0]]),
+        fit=np.ones((2, 2), np.uint8),
+        static_row=np.zeros(2, np.intp),
+        static_ok=np.ones((1, 2), np.uint8),
+        alloc=alloc,
+        used=zeros.copy(),
+        releasing=zeros.copy(),
+        pipelined=zeros.copy(),
+        future=alloc.copy(),
+        pod_count=np.zeros(2, np.int64),
+        pod_cap=np.full(2, 110.0),
+        allowed=np.ones(2, np.uint8),
+        stays=np.zeros(2, np.uint8),
+        cost=np.zeros(2),
+        rank=np.arange(2, dtype=np.int64),
+        goal=0,
+        budget=budget,
+    )
+
+
+@pytest.mark.parametrize("mode", ["twin", "kernel"])
+def test_backtracks_to_the_next_receiver_within_the_budget(mode: str) -> None:
+    if mode == "kernel" and not receivers.available():
+        pytest.skip("the receivers kernel is not built")
+    with dispatch.forced(mode):  # type: ignore[arg-type]
+        # node 0 for the first pod (tightest), stuck; node 1 for it, then node 0: three tries
+        assert search.place_pods(backtracking_case(3)) == [1, 0]
+        assert search.place_pods(backtracking_case(2)) is None
+
+
+@needs_kernel
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(6, 40),
+    st.floats(0.5, 0.95),
+    st.integers(0, 100_000),
+    st.sampled_from([4, 8]),
+)
+def test_node_level_search_matches_the_general_search(nodes: int, fill: float, seed: int, cards: int) -> None:
+    """On the first round of real plans: for every node-level candidate, the kernel's receivers
+    are the ones the Simulation-based Search finds (or both fail)."""
+    state = decode(synth(SynthOptions(nodes=nodes, fill=fill, seed=seed, cards_per_node=cards)))
+    plan = planner.Planner(Mirror(state), validate(spec()))
+    prep = plan.prepare()
+    if not prep.candidates:
+        return
+    run = planner._Run(plan, prep, None, False)
+    assert run.node_level is not None
+    sim, recv = run.sim, run.receivers
+    for i, c in enumerate(run.table.cands):
+        if not run.node_level.simple[i]:
+            continue
+        was = bool(recv.allowed[c.node])
+        recv.allowed[c.node] = False
+        fast = run.node_level.place(i, sim, recv, recv.pod_cap)
+        mark = sim.checkpoint()
+        for t in c.pods:
+            sim.remove(int(t))
+        general = search.Search(plan.mirror, sim, recv, c.pods)
+        slow = list(general.targets) if general.place(0) else None
+        sim.rollback(mark)
+        recv.allowed[c.node] = was
+        assert fast == slow, f"candidate {state.node_names[c.node]}"
