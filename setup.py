@@ -25,6 +25,7 @@ KERNELS = {
     "sidecar.snapshot._ledger": "ext/ledger.pyx",
     "sidecar.mirror._feasibility": "ext/feasibility.pyx",
     "sidecar.repack._receivers": "ext/receivers.pyx",
+    "sidecar.repack._ranking": "ext/ranking.pyx",
 }
 
 
@@ -85,7 +86,7 @@ def extensions():
     missing = [src for src in KERNELS.values() if not Path(src).exists()]
     if missing and REQUIRE_KERNELS:
         raise KernelsRequired(f"REPACK_REQUIRE_KERNELS=1: kernel sources missing: {', '.join(missing)}")
-    exts = [Extension(name, [src], extra_compile_args=["-O3"]) for name, src in KERNELS.items() if Path(src).exists()]
+    exts = [Extension(name, [src], extra_compile_args=["-O3", "-ffp-contract=off"]) for name, src in KERNELS.items() if Path(src).exists()]
     return cythonize(exts, compiler_directives={"language_level": "3"}, quiet=True)
 
 

@@ -29,7 +29,7 @@ wheels = glob.glob(f"{sys.argv[1]}/volcano_repack_sidecar-*.whl")
 if len(wheels) != 1:
     sys.exit(f"expected one volcano_repack_sidecar wheel in {sys.argv[1]}, found {wheels}")
 names = zipfile.ZipFile(wheels[0]).namelist()
-kernels = ("sidecar/snapshot/_ledger", "sidecar/mirror/_feasibility", "sidecar/repack/_receivers")
+kernels = ("sidecar/snapshot/_ledger", "sidecar/mirror/_feasibility", "sidecar/repack/_receivers", "sidecar/repack/_ranking")
 missing = [k for k in kernels if not any(n.startswith(k + ".") and n.endswith((".so", ".pyd")) for n in names)]
 if missing:
     sys.exit(f"{wheels[0]} lacks the compiled kernels {missing}")

@@ -18,7 +18,12 @@ Mode = Literal["kernel", "twin", "vectorised"]
 MODES: tuple[Mode, ...] = ("kernel", "twin", "vectorised")
 
 #: every compiled kernel module, each built from ext/<name>.pyx (see setup.py)
-KERNEL_MODULES = ("sidecar.snapshot._ledger", "sidecar.mirror._feasibility", "sidecar.repack._receivers")
+KERNEL_MODULES = (
+    "sidecar.snapshot._ledger",
+    "sidecar.mirror._feasibility",
+    "sidecar.repack._receivers",
+    "sidecar.repack._ranking",
+)
 
 _forced: Mode | None = None
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from sidecar import dispatch
 from sidecar.mirror.predicates import Predicates
 from sidecar.mirror.types import S_OK
 from sidecar.repack.cost import GangState, GroupMoves, initial_deltas, marginal
@@ -23,6 +24,11 @@ from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.taskstatus import PIPELINED
 from sidecar.snapshot.units import TOLERANCE
+
+_K = dispatch.load("sidecar.repack._ranking")
+
+#: scores this close rank as equal (the tie-break decides)
+TIE = 1e-12
 
 # candidate outcome reasons
 EMPTIED = "Emptied"
@@ -247,15 +253,18 @@ class CandidateTable:
     def in_play(self, n_freed: int) -> npt.NDArray[np.intp]:
         return np.flatnonzero(self.alive & (self.retry_at <= n_freed))
 
-    def best(self, live: npt.NDArray[np.intp], scores: npt.NDArray[np.float64]) -> int:
-        """Position in ``live`` of the lowest score; ties: more capacity freed, then node name."""
+    def best(self, scores: npt.NDArray[np.float64]) -> int:
+        """The candidate with the lowest score ([C], infinity: out of the round); ties: more
+        capacity freed, then node name; -1 when none is left."""
+        if dispatch.mode(_K) == "kernel":
+            return int(_K.pick(scores, self.tie_rank, TIE))
         low = scores.min() if scores.size else np.inf
         if not np.isfinite(low):
             return -1
-        tied = np.flatnonzero(scores <= low + 1e-12)
+        tied = np.flatnonzero(scores <= low + TIE)
         if tied.size == 1:
             return int(tied[0])
-        return int(tied[np.argmin(self.tie_rank[live[tied]])])
+        return int(tied[np.argmin(self.tie_rank[tied])])
 
     def neighbours(self, i: int) -> list[int]:
         """The live candidates other than ``i`` sharing a PodGroup with it: the ones whose cost

@@ -28,7 +28,7 @@ from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.repack import candidates, exact, receivers
 from sidecar.repack.candidates import CandidatePods, CandidateTable, Outcome, Prepared
-from sidecar.repack.cost import GangState, ranking_scores
+from sidecar.repack.cost import GangState, round_scores
 from sidecar.repack.fragmentation import Fragmentation, fragmentation
 from sidecar.repack.limits import Budgets, Preflight, count_pdbs, pin_pdb_protected
 from sidecar.repack.receivers import Receivers
@@ -150,7 +150,7 @@ class _Run:
         self.mirror, self.goal, self.check = planner.mirror, goal, check
         self.sim = Simulation(state)
         self.gang = prep.gang
-        self.weights = spec.weights.as_tuple()
+        self.weights = np.asarray(spec.weights.as_tuple(), np.float64)
         self.moves: list[Move] = []
         self.freed: list[int] = []
         rank = np.empty(state.n_nodes, np.int64)  # node-name rank
@@ -175,16 +175,16 @@ class _Run:
             live = self.budgets.within(table.in_play(len(self.freed)))
             if live.size == 0:
                 break
-            scores = ranking_scores(np.take(table.delta, live, axis=1), self.weights)
+            scores = round_scores(table.delta, live, self.weights)  # [C], infinity outside the round
             if self.budget_aware:
-                scores = self.budgets.value_order(live, scores)
+                scores[live] = self.budgets.value_order(live, scores[live])
             chosen = -1
             while True:
-                best = table.best(live, scores)
+                best = table.best(scores)
                 if best < 0:
                     break
-                if self._try(int(live[best])):
-                    chosen = int(live[best])
+                if self._try(best):
+                    chosen = best
                     break
                 scores[best] = np.inf
                 failures += 1
@@ -193,7 +193,7 @@ class _Run:
                     preflight_at = len(self.freed)
                     failures = 0
                     self.preflight.prune(self.receivers.allowed, self.sim.future_idle()[:, self.goal])
-                    scores[~table.alive[live]] = np.inf
+                    scores[~table.alive] = np.inf
             if chosen < 0:
                 break
         table.explain_rest()
