@@ -34,19 +34,19 @@ class GangState:
     running: npt.NDArray[np.int64]  # [G] Running members
     min_member: npt.NDArray[np.int64]  # [G]
     usage: npt.NDArray[np.float64]  # [G] goal-resource usage of the whole group (Volcano units)
-    role_running: list[Counter[str]]
+    role_running: dict[int, Counter[str]]  # Running members per role, for groups with role minimums
     role_min: list[dict[str, int]]
     moves: npt.NDArray[np.int64] = field(init=False)
     cards: npt.NDArray[np.float64] = field(init=False)
-    role_moves: list[Counter[str]] = field(init=False)
+    role_moves: dict[int, Counter[str]] = field(init=False)  # moved per role, keys as role_running
 
     def __post_init__(self) -> None:
         self.moves = np.zeros(len(self.running), np.int64)
         self.cards = np.zeros(len(self.running))
-        self.role_moves = [Counter() for _ in self.running]
+        self.role_moves = {g: Counter() for g in self.role_running}
         # plain-Python copies for the per-group arithmetic of marginal() (numpy scalars are slow)
-        self._safe = [max(int(r) - int(m), 0) for r, m in zip(self.running, self.min_member, strict=True)]
-        self._usage = [float(u) for u in self.usage]
+        self._safe: list[int] = np.maximum(self.running - self.min_member, 0).tolist()
+        self._usage: list[float] = self.usage.astype(np.float64).tolist()
         self._moves = [0] * len(self.running)
         self._cards = [0.0] * len(self.running)
 
@@ -59,12 +59,11 @@ class GangState:
         usage = np.bincount(pg[holds & (pg >= 0)], weights=state.task_req[holds & (pg >= 0), goal], minlength=g).astype(
             np.float64
         )
-        role_running: list[Counter[str]] = [Counter() for _ in range(g)]
-        role_min = [dict(p.min_task_member) for p in state.pod_groups]
-        if any(role_min):
-            for t in np.flatnonzero(running_mask):
-                if role_min[pg[t]]:
-                    role_running[pg[t]][state.task_role[t]] += 1
+        # protobuf maps convert slowly: only groups that set minTaskMember pay for it
+        role_min = [dict(p.min_task_member) if p.min_task_member else {} for p in state.pod_groups]
+        role_running: dict[int, Counter[str]] = {k: Counter() for k, roles in enumerate(role_min) if roles}
+        for t in np.flatnonzero(running_mask & np.isin(pg, list(role_running))) if role_running else ():
+            role_running[int(pg[t])][state.task_role[t]] += 1
         min_member = np.array([p.min_member for p in state.pod_groups], np.int64)
         return cls(running, min_member, usage, role_running, role_min)
 
@@ -94,13 +93,14 @@ class GangState:
         self.cards[g] += cards
         self._moves[g] += moves
         self._cards[g] += cards
-        self.role_moves[g].update(roles)
+        if roles:
+            self.role_moves[g].update(roles)
 
     @contextmanager
     def trial(self, groups: list[GroupMoves]) -> Iterator[None]:
         """Inside the block, :func:`marginal` sees ``groups`` as if they had joined the plan; the
         state is restored exactly afterwards (the numpy totals are never touched)."""
-        saved = [(m.group, self._moves[m.group], self._cards[m.group], self.role_moves[m.group]) for m in groups]
+        saved = [(m.group, self._moves[m.group], self._cards[m.group], self.role_moves.get(m.group)) for m in groups]
         for m in groups:
             self._moves[m.group] += m.pods
             self._cards[m.group] += m.cards
@@ -110,7 +110,9 @@ class GangState:
             yield
         finally:
             for g, moves, cards, roles in reversed(saved):
-                self._moves[g], self._cards[g], self.role_moves[g] = moves, cards, roles
+                self._moves[g], self._cards[g] = moves, cards
+                if roles is not None:
+                    self.role_moves[g] = roles
 
     def totals(self) -> tuple[int, int, float, float, int]:
         touched = np.flatnonzero(self.moves > 0)

@@ -38,6 +38,11 @@ class Selection:
     include: Filter
     exclude: Filter
 
+    @property
+    def everything(self) -> bool:
+        """No include and no exclude: every object is in scope (and nothing need be read)."""
+        return self.include.empty and self.exclude.empty
+
     def allows(self, name: str, labels: Mapping[str, str]) -> bool:
         if not self.exclude.empty and self.exclude.matches(name, labels):
             return False
@@ -50,11 +55,15 @@ class Scope:
     nodes: Selection
 
     def pod_group_mask(self, state: ClusterState) -> npt.NDArray[np.bool_]:
+        if self.pod_groups.everything:
+            return np.ones(len(state.pod_groups), bool)
         return np.array(
             [self.pod_groups.allows(f"{pg.namespace}/{pg.name}", pg.labels) for pg in state.pod_groups], bool
         )
 
     def node_mask(self, state: ClusterState) -> npt.NDArray[np.bool_]:
+        if self.nodes.everything:
+            return np.ones(state.n_nodes, bool)
         return np.array([self.nodes.allows(n.name, n.labels) for n in state.nodes], bool)
 
 
