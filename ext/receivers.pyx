@@ -54,86 +54,116 @@ cdef inline bint _worse(uint8_t s, double c, double left, int64_t r,
     return r > br
 
 
-def place_pods(const double[:, ::1] req, const uint8_t[:, ::1] fit, const Py_ssize_t[::1] static_row,
-               const uint8_t[:, ::1] static_ok, const double[:, ::1] alloc, const double[:, ::1] used,
-               const double[:, ::1] releasing, const double[:, ::1] pipelined, const double[:, ::1] future,
-               const int64_t[::1] pod_count, const double[::1] pod_cap, const uint8_t[::1] allowed,
-               const uint8_t[::1] stays, const double[::1] cost, const int64_t[::1] rank, Py_ssize_t goal,
-               double tol, Py_ssize_t budget, Py_ssize_t[::1] slot, double[:, ::1] ov_used,
-               double[:, ::1] ov_future, int64_t[::1] ov_count, Py_ssize_t[::1] prev_slot,
-               Py_ssize_t[::1] targets):
-    """search.place_pods_twin in one pass: 1 when every pod got a receiver (``targets``), else 0.
-    ``slot`` ([N], all -1) maps a node to the level whose placement overlays its rows; it is all -1
-    again on return, and nothing else the caller passed in is written but the scratch rows."""
-    cdef Py_ssize_t n_pods = req.shape[0], n_nodes = future.shape[0], n_res = future.shape[1]
-    cdef Py_ssize_t k = 0, n, d, best, s
-    cdef bint fits, has_last
-    cdef uint8_t st, best_st = 0, last_st = 0
-    cdef double c, left, best_c = 0.0, best_left = 0.0, last_c = 0.0, last_left = 0.0, u
-    cdef int64_t count, last_rank = 0
-    cdef const double* row
-    cdef int ok = 0
-    with nogil:
-        has_last = False
+cdef class NodeSearch:
+    """search.place_pods_twin over one planning loop's arrays, bound once: ``place(a, b, budget)``
+    searches for pods a..b-1 of ``req``. The node arrays are the caller's live arrays (read, never
+    written); ``slot`` ([N], all -1) maps a node to the level whose placement overlays its rows and
+    is all -1 again on return."""
+
+    cdef const double[:, ::1] req, alloc, used, releasing, pipelined, future
+    cdef const uint8_t[:, ::1] fit, static_ok
+    cdef const Py_ssize_t[::1] static_row
+    cdef const int64_t[::1] pod_count, rank
+    cdef const double[::1] pod_cap, cost
+    cdef const uint8_t[::1] allowed, stays
+    cdef Py_ssize_t goal
+    cdef double tol
+    cdef Py_ssize_t[::1] slot, prev_slot, targets
+    cdef double[:, ::1] ov_used, ov_future
+    cdef int64_t[::1] ov_count
+
+    def __init__(self, const double[:, ::1] req, const uint8_t[:, ::1] fit, const Py_ssize_t[::1] static_row,
+                 const uint8_t[:, ::1] static_ok, const double[:, ::1] alloc, const double[:, ::1] used,
+                 const double[:, ::1] releasing, const double[:, ::1] pipelined, const double[:, ::1] future,
+                 const int64_t[::1] pod_count, const double[::1] pod_cap, const uint8_t[::1] allowed,
+                 const uint8_t[::1] stays, const double[::1] cost, const int64_t[::1] rank, Py_ssize_t goal,
+                 double tol, Py_ssize_t[::1] slot, double[:, ::1] ov_used, double[:, ::1] ov_future,
+                 int64_t[::1] ov_count, Py_ssize_t[::1] prev_slot, Py_ssize_t[::1] targets):
+        self.req, self.fit, self.static_row, self.static_ok = req, fit, static_row, static_ok
+        self.alloc, self.used, self.releasing, self.pipelined, self.future = alloc, used, releasing, pipelined, future
+        self.pod_count, self.pod_cap, self.allowed, self.stays = pod_count, pod_cap, allowed, stays
+        self.cost, self.rank, self.goal, self.tol = cost, rank, goal, tol
+        self.slot, self.ov_used, self.ov_future, self.ov_count = slot, ov_used, ov_future, ov_count
+        self.prev_slot, self.targets = prev_slot, targets
+
+    def place(self, Py_ssize_t a, Py_ssize_t b, Py_ssize_t budget):
+        """The receivers of pods a..b-1 (a list), or None."""
+        if b - a > self.targets.shape[0]:
+            raise ValueError("more pods than the scratch rows")
+        if self._search(a, b, budget):
+            return [self.targets[k] for k in range(b - a)]
+        return None
+
+    cdef bint _search(self, Py_ssize_t a, Py_ssize_t b, Py_ssize_t budget) noexcept nogil:
+        cdef Py_ssize_t n_pods = b - a, n_nodes = self.future.shape[0], n_res = self.future.shape[1]
+        cdef Py_ssize_t k = 0, n, d, best, s, p
+        cdef bint fits, has_last = False, ok = False
+        cdef uint8_t st, best_st = 0, last_st = 0
+        cdef double c, left, best_c = 0.0, best_left = 0.0, last_c = 0.0, last_left = 0.0, u, tol = self.tol
+        cdef int64_t count, last_rank = 0
+        cdef const double* row
+        cdef Py_ssize_t goal = self.goal
         while True:
             if k == n_pods:
-                ok = 1
+                ok = True
                 break
+            p = a + k
             best = -1
             for n in range(n_nodes):
-                if not allowed[n]:
+                if not self.allowed[n]:
                     continue
                 # the goal dimension first: a goal pod requests it, and it rules most nodes out
-                s = slot[n]
-                row = &ov_future[s, 0] if s >= 0 else &future[n, 0]
-                if (fit[k, goal] and req[k, goal] - row[goal] >= tol) or not static_ok[static_row[k], n]:
+                s = self.slot[n]
+                row = &self.ov_future[s, 0] if s >= 0 else &self.future[n, 0]
+                if (self.fit[p, goal] and self.req[p, goal] - row[goal] >= tol) or not self.static_ok[self.static_row[p], n]:
                     continue
-                count = ov_count[s] if s >= 0 else pod_count[n]
-                if count >= pod_cap[n]:
+                count = self.ov_count[s] if s >= 0 else self.pod_count[n]
+                if count >= self.pod_cap[n]:
                     continue
                 fits = True
                 for d in range(n_res):
-                    if fit[k, d] and req[k, d] - row[d] >= tol:
+                    if self.fit[p, d] and self.req[p, d] - row[d] >= tol:
                         fits = False
                         break
                 if not fits:
                     continue
-                st = stays[n]
-                c = 0.0 if st else cost[n]
-                left = row[goal] - req[k, goal]
-                if has_last and not _worse(st, c, left, rank[n], last_st, last_c, last_left, last_rank):
+                st = self.stays[n]
+                c = 0.0 if st else self.cost[n]
+                left = row[goal] - self.req[p, goal]
+                if has_last and not _worse(st, c, left, self.rank[n], last_st, last_c, last_left, last_rank):
                     continue
-                if best < 0 or _worse(best_st, best_c, best_left, rank[best], st, c, left, rank[n]):
+                if best < 0 or _worse(best_st, best_c, best_left, self.rank[best], st, c, left, self.rank[n]):
                     best, best_st, best_c, best_left = n, st, c, left
             if best < 0 or budget <= 0:
                 # level k has no (further) receiver: back to the previous pod's next one
                 if k == 0:
                     break
                 k -= 1
-                n = targets[k]
-                slot[n] = prev_slot[k]
-                last_st = stays[n]
-                last_c = 0.0 if last_st else cost[n]
-                s = slot[n]
-                row = &ov_future[s, 0] if s >= 0 else &future[n, 0]
-                last_left = row[goal] - req[k, goal]
-                last_rank = rank[n]
+                n = self.targets[k]
+                self.slot[n] = self.prev_slot[k]
+                last_st = self.stays[n]
+                last_c = 0.0 if last_st else self.cost[n]
+                s = self.slot[n]
+                row = &self.ov_future[s, 0] if s >= 0 else &self.future[n, 0]
+                last_left = row[goal] - self.req[a + k, goal]
+                last_rank = self.rank[n]
                 has_last = True
                 continue
             budget -= 1
-            s = slot[best]
+            s = self.slot[best]
             for d in range(n_res):
-                u = (ov_used[s, d] if s >= 0 else used[best, d]) + req[k, d]
-                ov_used[k, d] = u
-                ov_future[k, d] = ((alloc[best, d] - u) + releasing[best, d]) - pipelined[best, d]
-            ov_count[k] = (ov_count[s] if s >= 0 else pod_count[best]) + 1
-            prev_slot[k] = s
-            slot[best] = k
-            targets[k] = best
+                u = (self.ov_used[s, d] if s >= 0 else self.used[best, d]) + self.req[p, d]
+                self.ov_used[k, d] = u
+                self.ov_future[k, d] = ((self.alloc[best, d] - u) + self.releasing[best, d]) - self.pipelined[best, d]
+            self.ov_count[k] = (self.ov_count[s] if s >= 0 else self.pod_count[best]) + 1
+            self.prev_slot[k] = s
+            self.slot[best] = k
+            self.targets[k] = best
             k += 1
             has_last = False
         # leave slot as found
-        while k > 0:
-            k -= 1
-            slot[targets[k]] = prev_slot[k]
-    return ok
+        n = k
+        while n > 0:
+            n -= 1
+            self.slot[self.targets[n]] = self.prev_slot[n]
+        return ok

@@ -127,7 +127,7 @@ def test_node_level_search_matches_the_general_search(nodes: int, fill: float, s
             continue
         was = bool(recv.allowed[c.node])
         recv.allowed[c.node] = False
-        fast = run.node_level.place(i, sim, recv, recv.pod_cap)
+        fast = run.node_level.place(i)
         mark = sim.checkpoint()
         for t in c.pods:
             sim.remove(int(t))

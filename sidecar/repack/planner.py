@@ -163,7 +163,9 @@ class _Run:
         pods = CandidatePods.build(state, planner.mirror.predicates, prep.candidates)
         self.preflight = Preflight(state, goal, self.table, pods)
         #: candidates whose whole search runs in the kernel (None: the Python search for all)
-        self.node_level = NodeLevelPods(planner.mirror, pods) if receivers.kernel_in_use() else None
+        self.node_level = (
+            NodeLevelPods(planner.mirror, pods, self.sim, self.receivers) if receivers.kernel_in_use() else None
+        )
 
     def loop(self) -> None:
         table = self.table
@@ -238,7 +240,7 @@ class _Run:
         was_allowed = bool(receivers.allowed[c.node])
         receivers.allowed[c.node] = False
         trial = self.table.trial(i, self.gang)
-        targets = self.node_level.place(i, self.sim, receivers, receivers.pod_cap)
+        targets = self.node_level.place(i)
         self.table.settle(trial, targets is not None)
         if targets is None:
             receivers.allowed[c.node] = was_allowed

@@ -22,8 +22,10 @@ tests/test_search.py checks the kernel against the twin on random inputs, the tw
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -154,14 +156,18 @@ def place_pods_twin(inp: PodsInput) -> list[int] | None:
     return targets
 
 
-def place_pods(inp: PodsInput, scratch: _Scratch | None = None) -> list[int] | None:
+def place_pods(inp: PodsInput) -> list[int] | None:
     """:func:`place_pods_twin`'s answer, from the kernel when it is built."""
     if dispatch.mode(_K) != "kernel":
         return place_pods_twin(inp)
-    n_pods, n_res = inp.req.shape
-    s = scratch if scratch is not None else _Scratch(inp.future.shape[0], n_pods, n_res)
-    s.ensure(n_pods, n_res)
-    ok = _K.place_pods(
+    return _kernel(inp, inp.req.shape[0]).place(0, inp.req.shape[0], inp.budget)  # type: ignore[no-any-return]
+
+
+def _kernel(inp: PodsInput, max_pods: int) -> Any:
+    """The kernel's search bound to ``inp``'s arrays (read live: later changes to them are seen),
+    with scratch rows for up to ``max_pods`` pods."""
+    n_res, rows = inp.future.shape[1], max(max_pods, 1)
+    return _K.NodeSearch(
         inp.req,
         inp.fit,
         inp.static_row,
@@ -179,68 +185,52 @@ def place_pods(inp: PodsInput, scratch: _Scratch | None = None) -> list[int] | N
         inp.rank,
         inp.goal,
         TOLERANCE,
-        inp.budget,
-        s.slot,
-        s.used,
-        s.future,
-        s.count,
-        s.prev,
-        s.targets,
+        np.full(inp.future.shape[0], -1, np.intp),
+        np.empty((rows, n_res)),
+        np.empty((rows, n_res)),
+        np.empty(rows, np.int64),
+        np.empty(rows, np.intp),
+        np.empty(rows, np.intp),
     )
-    return s.targets[:n_pods].tolist() if ok else None
-
-
-class _Scratch:
-    """The kernel's working rows, reused across candidates (``slot`` is all -1 between calls)."""
-
-    def __init__(self, n_nodes: int, n_pods: int, n_res: int) -> None:
-        self.slot = np.full(n_nodes, -1, np.intp)
-        self.used: F64 = np.empty((0, n_res))
-        self.ensure(max(n_pods, 16), n_res)
-
-    def ensure(self, n_pods: int, n_res: int) -> None:
-        if self.used.shape[0] < n_pods or self.used.shape[1] != n_res:
-            self.used = np.empty((n_pods, n_res))
-            self.future: F64 = np.empty((n_pods, n_res))
-            self.count: I64 = np.empty(n_pods, np.int64)
-            self.prev: Nodes = np.empty(n_pods, np.intp)
-            self.targets: Nodes = np.empty(n_pods, np.intp)
 
 
 class NodeLevelPods:
-    """The candidates whose pods all face node-level checks only, and what :func:`place_pods`
-    reads of their pods, prepared once per planning loop."""
+    """The candidates whose pods all face node-level checks only, and :func:`place_pods` bound to
+    one planning loop's arrays (the Simulation's rows and the receiver state, read live)."""
 
-    def __init__(self, mirror: Mirror, pods: CandidatePods) -> None:
+    def __init__(self, mirror: Mirror, pods: CandidatePods, sim: Simulation, receivers: Receivers) -> None:
         state, checks = mirror.state, mirror.predicates
         self.pods = pods
-        self.req = np.ascontiguousarray(state.task_req[pods.pods])
-        self.fit = checks.node_checks.fit_mask(self.req)
+        req = np.ascontiguousarray(state.task_req[pods.pods])
         pod_level = checks.pod_level_tasks(pods.pods)
         sizes = np.diff(pods.bounds)
         self.simple = (np.bincount(pods.cand[pod_level], minlength=sizes.size) == 0) & (sizes > 0)
-        self.scratch = _Scratch(state.n_nodes, int(sizes.max(initial=0)), self.req.shape[1])
-
-    def place(self, i: int, sim: Simulation, receivers: Receivers, pod_cap: F64) -> list[int] | None:
-        """Receivers for candidate ``i``'s pods (the search on the Simulation's current rows), or
-        None; the Simulation is not changed."""
-        a, b = int(self.pods.bounds[i]), int(self.pods.bounds[i + 1])
-        inp = PodsInput(
-            self.req[a:b],
-            self.fit[a:b],
-            self.pods.static_row[a:b],
-            self.pods.static_ok,
-            sim.state.node_alloc,
+        self.inp = PodsInput(
+            req,
+            checks.node_checks.fit_mask(req),
+            pods.static_row,
+            pods.static_ok,
+            state.node_alloc,
             sim.used,
             sim.releasing,
             sim.pipelined,
             sim.future_idle(),
             sim.pod_count,
-            pod_cap,
+            receivers.pod_cap,
             receivers.allowed.view(np.uint8),
             receivers.stays.view(np.uint8),
             receivers.cost,
             receivers.rank,
             receivers.goal,
         )
-        return place_pods(inp, self.scratch)
+        self._search = _kernel(self.inp, int(sizes.max(initial=0))) if dispatch.mode(_K) == "kernel" else None
+
+    def place(self, i: int) -> list[int] | None:
+        """Receivers for candidate ``i``'s pods on the current rows, or None; nothing is changed."""
+        a, b = int(self.pods.bounds[i]), int(self.pods.bounds[i + 1])
+        if self._search is not None:
+            return self._search.place(a, b, PLACEMENT_BUDGET)  # type: ignore[no-any-return]
+        inp = self.inp
+        return place_pods_twin(
+            dataclasses.replace(inp, req=inp.req[a:b], fit=inp.fit[a:b], static_row=inp.static_row[a:b])
+        )
