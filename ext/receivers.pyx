@@ -57,12 +57,13 @@ cdef inline bint _worse(uint8_t s, double c, double left, int64_t r,
 cdef class NodeSearch:
     """search.place_pods_twin over one planning loop's arrays, bound once: ``place(a, b, budget)``
     searches for pods a..b-1 of ``req``. The node arrays are the caller's live arrays (read, never
-    written); ``slot`` ([N], all -1) maps a node to the level whose placement overlays its rows and
+    written); the node-only checks come as each static row's passing nodes (``static_nodes``
+    between ``static_bounds``), so a pod scans only those; ``slot`` ([N], all -1) maps a node to the level whose placement overlays its rows and
     is all -1 again on return."""
 
     cdef const double[:, ::1] req, alloc, used, releasing, pipelined, future
-    cdef const uint8_t[:, ::1] fit, static_ok
-    cdef const Py_ssize_t[::1] static_row
+    cdef const uint8_t[:, ::1] fit
+    cdef const Py_ssize_t[::1] static_row, static_nodes, static_bounds
     cdef const int64_t[::1] pod_count, rank
     cdef const double[::1] pod_cap, cost
     cdef const uint8_t[::1] allowed, stays
@@ -73,13 +74,14 @@ cdef class NodeSearch:
     cdef int64_t[::1] ov_count
 
     def __init__(self, const double[:, ::1] req, const uint8_t[:, ::1] fit, const Py_ssize_t[::1] static_row,
-                 const uint8_t[:, ::1] static_ok, const double[:, ::1] alloc, const double[:, ::1] used,
+                 const Py_ssize_t[::1] static_nodes, const Py_ssize_t[::1] static_bounds, const double[:, ::1] alloc, const double[:, ::1] used,
                  const double[:, ::1] releasing, const double[:, ::1] pipelined, const double[:, ::1] future,
                  const int64_t[::1] pod_count, const double[::1] pod_cap, const uint8_t[::1] allowed,
                  const uint8_t[::1] stays, const double[::1] cost, const int64_t[::1] rank, Py_ssize_t goal,
                  double tol, Py_ssize_t[::1] slot, double[:, ::1] ov_used, double[:, ::1] ov_future,
                  int64_t[::1] ov_count, Py_ssize_t[::1] prev_slot, Py_ssize_t[::1] targets):
-        self.req, self.fit, self.static_row, self.static_ok = req, fit, static_row, static_ok
+        self.req, self.fit, self.static_row = req, fit, static_row
+        self.static_nodes, self.static_bounds = static_nodes, static_bounds
         self.alloc, self.used, self.releasing, self.pipelined, self.future = alloc, used, releasing, pipelined, future
         self.pod_count, self.pod_cap, self.allowed, self.stays = pod_count, pod_cap, allowed, stays
         self.cost, self.rank, self.goal, self.tol = cost, rank, goal, tol
@@ -95,8 +97,8 @@ cdef class NodeSearch:
         return None
 
     cdef bint _search(self, Py_ssize_t a, Py_ssize_t b, Py_ssize_t budget) noexcept nogil:
-        cdef Py_ssize_t n_pods = b - a, n_nodes = self.future.shape[0], n_res = self.future.shape[1]
-        cdef Py_ssize_t k = 0, n, d, best, s, p
+        cdef Py_ssize_t n_pods = b - a, n_res = self.future.shape[1]
+        cdef Py_ssize_t k = 0, n, d, best, s, p, j
         cdef bint fits, has_last = False, ok = False
         cdef uint8_t st, best_st = 0, last_st = 0
         cdef double c, left, best_c = 0.0, best_left = 0.0, last_c = 0.0, last_left = 0.0, u, tol = self.tol
@@ -109,13 +111,15 @@ cdef class NodeSearch:
                 break
             p = a + k
             best = -1
-            for n in range(n_nodes):
+            # only the nodes passing the pod's node-only checks (static_ok's row, as node lists)
+            for j in range(self.static_bounds[self.static_row[p]], self.static_bounds[self.static_row[p] + 1]):
+                n = self.static_nodes[j]
                 if not self.allowed[n]:
                     continue
                 # the goal dimension first: a goal pod requests it, and it rules most nodes out
                 s = self.slot[n]
                 row = &self.ov_future[s, 0] if s >= 0 else &self.future[n, 0]
-                if (self.fit[p, goal] and self.req[p, goal] - row[goal] >= tol) or not self.static_ok[self.static_row[p], n]:
+                if self.fit[p, goal] and self.req[p, goal] - row[goal] >= tol:
                     continue
                 count = self.ov_count[s] if s >= 0 else self.pod_count[n]
                 if count >= self.pod_cap[n]:

@@ -164,6 +164,7 @@ class Simulation:
         if self._log:
             raise RuntimeError("relocate needs a committed statement (a checkpoint is open)")
         state = self.state
+        touched: dict[int, None] = {}  # rows are refreshed once each, at the end (same values)
         for t in tasks.tolist():
             node, status = int(self.node_of[t]), int(self.status[t])
             if node < 0 or status & TERMINATED_MASK:
@@ -179,15 +180,17 @@ class Simulation:
                     if status == RELEASING:
                         self.releasing[node] -= req
                 self.pod_count[node] -= 1
-                self._refresh(node)
+                touched[node] = None
             self.node_of[t] = -1
         for t, node in zip(tasks.tolist(), targets, strict=True):
             self.used[node] += state.task_req[t]
             self.pod_count[node] += 1
+            touched[node] = None
+        for node in touched:
             self._refresh(node)
-            self.node_of[t] = node
-            self.status[t] = ALLOCATED
-            self._on_node[t] = True
+        self.node_of[tasks] = targets
+        self.status[tasks] = ALLOCATED
+        self._on_node[tasks] = True
         self.version += 1
 
     def move(self, task: int, node: int) -> None:

@@ -167,11 +167,15 @@ def _kernel(inp: PodsInput, max_pods: int) -> Any:
     """The kernel's search bound to ``inp``'s arrays (read live: later changes to them are seen),
     with scratch rows for up to ``max_pods`` pods."""
     n_res, rows = inp.future.shape[1], max(max_pods, 1)
+    passing = inp.static_ok.astype(bool)
+    static_bounds = np.zeros(passing.shape[0] + 1, np.intp)
+    np.cumsum(passing.sum(axis=1), out=static_bounds[1:])
     return _K.NodeSearch(
         inp.req,
         inp.fit,
         inp.static_row,
-        inp.static_ok,
+        np.nonzero(passing)[1].astype(np.intp),  # row-major: each row's nodes, ascending
+        static_bounds,
         inp.alloc,
         inp.used,
         inp.releasing,
