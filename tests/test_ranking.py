@@ -61,3 +61,26 @@ def test_scores_rank_like_the_normalised_sum() -> None:
     only = cost.round_scores(delta, np.array([2], np.intp), weights)
     assert np.isinf(only[:2]).all() and only[2] == 0.0  # a single live candidate has no span
     assert best(np.full(3, np.inf), np.arange(3, dtype=np.int64)) == -1
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_incremental_round_scores_equal_a_fresh_computation_every_round(data) -> None:  # type: ignore[no-untyped-def]
+    """Random rounds: candidates leave and re-enter play, some get new costs (few distinct values,
+    so extremes are shared, vanish and come back); each round equals round_scores bit for bit."""
+    from sidecar.repack.ranking import RoundScores
+
+    c = data.draw(st.integers(1, 30))
+    values = st.sampled_from([0.0, 1.0, 2.0, 3.0, 1000.0, 2500.0])
+    delta = data.draw(hnp.arrays(np.float64, (5, c), elements=values))
+    weights = data.draw(hnp.arrays(np.float64, 5, elements=st.sampled_from([0.0, 1.0, 3.0])))
+    rounds = RoundScores(delta, weights)
+    for _ in range(data.draw(st.integers(1, 12))):
+        changed = data.draw(st.lists(st.integers(0, c - 1), max_size=c, unique=True))
+        for i in changed:
+            delta[:, i] = data.draw(hnp.arrays(np.float64, 5, elements=values))
+        rounds.changed(changed)
+        live = data.draw(hnp.arrays(np.bool_, c))
+        got = rounds.round(live)
+        expected = cost.round_scores(delta, np.flatnonzero(live), weights)
+        assert got.tobytes() == expected.tobytes()

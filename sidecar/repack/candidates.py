@@ -10,6 +10,7 @@ gets an :class:`Outcome` saying why, and is pinned: it stays occupied whatever t
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -237,6 +238,8 @@ class CandidateTable:
         self.retry_at = np.zeros(len(cands), np.int64)  # tried again once this many nodes are freed
         # [5, C] marginal cost: dimension-major, so per-dimension min/max are contiguous reductions
         self.delta = initial_deltas(gang, cands)
+        #: told which candidates' ``delta`` columns were rewritten (the round's scores follow them)
+        self.on_delta: Callable[[list[int]], None] | None = None
         self.weights = np.asarray(spec.weights.as_tuple(), np.float64)
         #: [N] receiver rule 3: each candidate's weighted marginal cost of emptying it on top of the
         #: plan so far (during a try, on top of the tried candidate too); 0 for other nodes
@@ -250,8 +253,12 @@ class CandidateTable:
         self.tie_rank = np.empty(len(cands), np.int64)
         self.tie_rank[np.lexsort((node_rank[self.node], -state.node_alloc[self.node, goal]))] = np.arange(len(cands))
 
+    def in_play_mask(self, n_freed: int) -> npt.NDArray[np.bool_]:
+        mask: npt.NDArray[np.bool_] = self.alive & (self.retry_at <= n_freed)
+        return mask
+
     def in_play(self, n_freed: int) -> npt.NDArray[np.intp]:
-        return np.flatnonzero(self.alive & (self.retry_at <= n_freed))
+        return np.flatnonzero(self.in_play_mask(n_freed))
 
     def best(self, scores: npt.NDArray[np.float64]) -> int:
         """The candidate with the lowest score ([C], infinity: out of the round); ties: more
@@ -296,6 +303,8 @@ class CandidateTable:
             return
         if joined:
             self.delta[:, trial.others] = trial.deltas
+            if self.on_delta is not None:
+                self.on_delta(trial.others)
         else:
             self.node_cost[self.node[trial.others]] = trial.old_cost
 

@@ -77,6 +77,11 @@ class Budgets:
         self.state, self.spec, self.gang, self.table = state, spec, gang, table
         self.pdb_used: Counter[int] = Counter()  # PodDisruptionBudget -> pods the plan evicts
 
+    @property
+    def limited(self) -> bool:
+        """Is any maxPerRun budget set (else :meth:`within` keeps every candidate)?"""
+        return self.spec.max_pod_groups is not None or self.spec.max_resource is not None
+
     def within(self, live: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
         """``live`` without the candidates that would take the plan over maxPerRun (dropped)."""
         spec, delta = self.spec, self.table.delta

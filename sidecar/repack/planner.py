@@ -28,9 +28,10 @@ from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.repack import candidates, exact, receivers
 from sidecar.repack.candidates import CandidatePods, CandidateTable, Outcome, Prepared
-from sidecar.repack.cost import GangState, round_scores
+from sidecar.repack.cost import GangState
 from sidecar.repack.fragmentation import Fragmentation, fragmentation
 from sidecar.repack.limits import Budgets, Preflight, count_pdbs, pin_pdb_protected
+from sidecar.repack.ranking import RoundScores
 from sidecar.repack.receivers import Receivers
 from sidecar.repack.search import NodeLevelPods, Search
 from sidecar.repack.spec import RunSpec, require_provided_goal
@@ -159,6 +160,8 @@ class _Run:
         # rule 3's costs are the table's, kept current by its trial/settle
         self.receivers = Receivers(planner.mirror, self.sim, goal, prep.pinned.copy(), self.table.node_cost, rank)
         self.budgets = Budgets(state, spec, prep.gang, self.table)
+        self.scores = RoundScores(self.table.delta, self.weights)
+        self.table.on_delta = self.scores.changed
         self.budget_aware = budget_aware
         pods = CandidatePods.build(state, planner.mirror.predicates, prep.candidates)
         self.preflight = Preflight(state, goal, self.table, pods)
@@ -174,11 +177,14 @@ class _Run:
         while True:
             if self.check is not None:
                 self.check("planning")
-            live = self.budgets.within(table.in_play(len(self.freed)))
-            if live.size == 0:
+            if self.budgets.limited:  # drops the candidates over a budget
+                self.budgets.within(table.in_play(len(self.freed)))
+            in_play = table.in_play_mask(len(self.freed))
+            if not in_play.any():
                 break
-            scores = round_scores(table.delta, live, self.weights)  # [C], infinity outside the round
+            scores = self.scores.round(in_play)  # [C], infinity outside the round
             if self.budget_aware:
+                live = np.flatnonzero(in_play)
                 scores[live] = self.budgets.value_order(live, scores[live])
             chosen = -1
             while True:
