@@ -68,33 +68,42 @@ class RoundScores:
     def round(self, live: Bools) -> F64:
         """Scores for this round's candidates in play (``live``, [C]); infinity elsewhere. The
         caller owns the returned copy."""
-        moved = np.flatnonzero(live != self.live)
-        dirty = [i for i in self._dirty if live[i] and self.live[i]]
-        self._dirty.clear()
         delta, counted = self.delta, self.counted
-        for i in moved.tolist():
-            if self.live[i]:  # leaves
-                for d, ext in enumerate(self.dims):
-                    ext.remove(float(counted[d, i]))
-            else:  # enters
-                counted[:, i] = delta[:, i]
-                for d, ext in enumerate(self.dims):
-                    ext.add(float(counted[d, i]))
-        for i in dirty:
-            for d, ext in enumerate(self.dims):
-                old, new = float(counted[d, i]), float(delta[d, i])
-                if old != new:
-                    ext.remove(old)
-                    ext.add(new)
-            counted[:, i] = delta[:, i]
+        if self.span is None:  # the first round counts everything at once
+            self._dirty.clear()
+            counted[:] = delta
+            self.dims = [_Extremes(delta[d, live]) for d in range(delta.shape[0])]
+            self.live = live.copy()
+            self.span = tuple(ext.hi - ext.lo for ext in self.dims)
+            self.scores = round_scores(delta, np.flatnonzero(live), self.weights)
+            return self.scores.copy()
+        moved = np.flatnonzero(live != self.live)
+        dirty = np.array([i for i in self._dirty if live[i] and self.live[i]], np.intp)
+        self._dirty.clear()
+        dims = self.dims
+        leaving, entering = moved[self.live[moved]], moved[live[moved]]
+        for column in counted[:, leaving].T.tolist():
+            for ext, v in zip(dims, column, strict=True):
+                ext.remove(v)
+        counted[:, entering] = delta[:, entering]
+        for column in counted[:, entering].T.tolist():
+            for ext, v in zip(dims, column, strict=True):
+                ext.add(v)
+        if dirty.size:
+            for old, new in zip(counted[:, dirty].T.tolist(), delta[:, dirty].T.tolist(), strict=True):
+                for ext, u, v in zip(dims, old, new, strict=True):
+                    if u != v:
+                        ext.remove(u)
+                        ext.add(v)
+            counted[:, dirty] = delta[:, dirty]
         self.live = live.copy()
         span = tuple(ext.hi - ext.lo for ext in self.dims)
         if span != self.span:
             self.span = span
             self.scores = round_scores(delta, np.flatnonzero(live), self.weights)
         else:
-            self.scores[moved] = np.inf
-            again = np.array(sorted(set(moved[live[moved]].tolist()) | set(dirty)), np.intp)
+            self.scores[leaving] = np.inf
+            again = np.concatenate([entering, dirty])
             if again.size:
                 self.scores[again] = self._score(again)
         return self.scores.copy()
