@@ -194,12 +194,17 @@ class Receivers:
             if first < 0:
                 return
             yield first
-        # Only allowed receivers with room for the goal resource can pass; check just those.
-        near = np.flatnonzero(self.allowed & (sim.future_idle()[:, g] - req > -TOLERANCE))
+        # Only allowed receivers with room for the goal resource that pass the node-only checks
+        # can pass; check just those.
+        near = np.flatnonzero(self.allowed & (sim.future_idle()[:, g] - req > -TOLERANCE) & self._static_bool(subj))
         nodes = p.feasible_nodes(subj, sim, near)
         for target in order(nodes, self.stays, self.cost, sim.future_idle()[nodes, g] - req, self.rank):
             if target != first:
                 yield target
+
+    def _static_bool(self, subj: Subject) -> Bools:
+        row: Bools = self._static_u8(subj).view(np.bool_)
+        return row
 
     def _static_u8(self, subj: Subject) -> U8:
         key = subj.profile_index if subj.profile_index is not None else -1
