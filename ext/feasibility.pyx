@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-"""Cython kernels for sidecar.mirror.kernels; the Python twins there are the specification."""
+"""Cython kernels for sidecar.mirror: kernels.py and Simulation.relocate; the Python twins there are
+the specification."""
 
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
 
@@ -44,3 +45,59 @@ def feasible_counts(const double[:, ::1] class_req, const uint8_t[:, ::1] class_
                 if fits:
                     total += 1
             counts[c] = total
+
+
+def relocate(const Py_ssize_t[::1] tasks, const Py_ssize_t[::1] targets, const double[:, ::1] task_req,
+             const double[:, ::1] alloc, double[:, ::1] used, double[:, ::1] releasing,
+             double[:, ::1] pipelined, double[:, ::1] idle, double[:, ::1] future, int64_t[::1] pod_count,
+             int32_t[::1] node_of, int32_t[::1] status, uint8_t[::1] on_node, int32_t pipelined_code,
+             int32_t releasing_code, int32_t allocated_code, Py_ssize_t[::1] touched):
+    """Simulation.relocate_twin's arithmetic on the ledger rows (the caller validated the tasks);
+    ``touched`` is scratch for 2 x len(tasks) node ids."""
+    cdef Py_ssize_t k, j, t, node, d, n_touched = 0, n_res = used.shape[1]
+    cdef bint seen
+    with nogil:
+        for k in range(tasks.shape[0]):
+            t = tasks[k]
+            node = node_of[t]
+            if on_node[t]:
+                for d in range(n_res):
+                    if status[t] == pipelined_code:
+                        pipelined[node, d] -= task_req[t, d]
+                    else:
+                        used[node, d] -= task_req[t, d]
+                        if status[t] == releasing_code:
+                            releasing[node, d] -= task_req[t, d]
+                pod_count[node] -= 1
+                seen = False
+                for j in range(n_touched):
+                    if touched[j] == node:
+                        seen = True
+                        break
+                if not seen:
+                    touched[n_touched] = node
+                    n_touched += 1
+            node_of[t] = -1
+        for k in range(tasks.shape[0]):
+            t, node = tasks[k], targets[k]
+            for d in range(n_res):
+                used[node, d] += task_req[t, d]
+            pod_count[node] += 1
+            seen = False
+            for j in range(n_touched):
+                if touched[j] == node:
+                    seen = True
+                    break
+            if not seen:
+                touched[n_touched] = node
+                n_touched += 1
+        for j in range(n_touched):
+            node = touched[j]
+            for d in range(n_res):
+                idle[node, d] = alloc[node, d] - used[node, d]
+                future[node, d] = (idle[node, d] + releasing[node, d]) - pipelined[node, d]
+        for k in range(tasks.shape[0]):
+            t = tasks[k]
+            node_of[t] = <int32_t>targets[k]
+            status[t] = allocated_code
+            on_node[t] = 1

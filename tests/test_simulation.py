@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mirror_cases import mirror, n, t
 
+from sidecar import dispatch
 from sidecar.mirror.simulation import Simulation
 from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.snapshot.decode import decode
@@ -146,9 +147,14 @@ def test_a_binding_task_that_fits_idle_is_counted_like_any_other() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 1000), picks=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), max_size=8))
-def test_relocate_is_remove_then_place_bit_for_bit(seed: int, picks: list[tuple[int, int]]) -> None:
-    """The planner's committed bulk move equals removing each task, then placing each, in order."""
+@given(
+    seed=st.integers(0, 1000),
+    picks=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), max_size=8),
+    mode=st.sampled_from(["kernel", "twin"] if dispatch.kernels_built() else ["twin"]),
+)
+def test_relocate_is_remove_then_place_bit_for_bit(seed: int, picks: list[tuple[int, int]], mode: str) -> None:
+    """The planner's committed bulk move (kernel and twin) equals removing each task, then placing
+    each, in order."""
     state = decode(synth(SynthOptions(nodes=12, fill=0.7, seed=seed)))
     one, bulk = Simulation(state), Simulation(state)
     placed = [int(x) for x in np.flatnonzero(one.on_node())]
@@ -159,7 +165,8 @@ def test_relocate_is_remove_then_place_bit_for_bit(seed: int, picks: list[tuple[
     for task, node in zip(tasks, targets, strict=True):
         one.place(task, node)
     one.commit()
-    bulk.relocate(np.array(tasks, np.intp), targets)
+    with dispatch.forced(mode):  # type: ignore[arg-type]
+        bulk.relocate(np.array(tasks, np.intp), targets)
     assert _snapshot_of(bulk) == _snapshot_of(one)
     assert bulk.idle().tobytes() == one.idle().tobytes()
     assert bulk.future_idle().tobytes() == one.future_idle().tobytes()

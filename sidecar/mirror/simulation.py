@@ -19,10 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from sidecar import dispatch
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.taskstatus import ALLOCATED, PIPELINED, RELEASING, TERMINATED_MASK
 
 F64 = npt.NDArray[np.float64]
+
+_K = dispatch.load("sidecar.mirror._feasibility")
 
 PortKey = tuple[str, int, str]  # protocol, port, host ip ("" = every address)
 
@@ -160,17 +163,46 @@ class Simulation:
     def relocate(self, tasks: npt.NDArray[np.intp], targets: list[int]) -> None:
         """Committed: ``remove`` every task, then ``place`` each on its target -- the same
         arithmetic in the same order, so the rows are bit-identical -- without undo records, for
-        tasks without host ports. Nothing to roll back, so no statement may be open."""
+        tasks without host ports. Nothing to roll back, so no statement may be open. One pass of
+        the mirror's kernel when it is built; :meth:`relocate_twin` is its specification."""
         if self._log:
             raise RuntimeError("relocate needs a committed statement (a checkpoint is open)")
+        state = self.state
+        for t in tasks.tolist():
+            if self.node_of[t] < 0 or self.status[t] & TERMINATED_MASK:
+                raise ValueError(f"task {state.task_name[t]} is not on a node")
+            if self._ports_of(t):
+                raise ValueError(f"task {state.task_name[t]} claims host ports: use move")
+        if dispatch.mode(_K) != "kernel":
+            self.relocate_twin(tasks, targets)
+        else:
+            _K.relocate(
+                np.ascontiguousarray(tasks, np.intp),
+                np.asarray(targets, np.intp),
+                state.task_req,
+                state.node_alloc,
+                self.used,
+                self.releasing,
+                self.pipelined,
+                self._idle,
+                self._future,
+                self.pod_count,
+                self.node_of,
+                self.status,
+                self._on_node.view(np.uint8),
+                PIPELINED,
+                RELEASING,
+                ALLOCATED,
+                np.empty(2 * len(targets), np.intp),
+            )
+        self.version += 1
+
+    def relocate_twin(self, tasks: npt.NDArray[np.intp], targets: list[int]) -> None:
+        """The arithmetic of :meth:`relocate` (validated tasks) as plain numpy row operations."""
         state = self.state
         touched: dict[int, None] = {}  # rows are refreshed once each, at the end (same values)
         for t in tasks.tolist():
             node, status = int(self.node_of[t]), int(self.status[t])
-            if node < 0 or status & TERMINATED_MASK:
-                raise ValueError(f"task {state.task_name[t]} is not on a node")
-            if self._ports_of(t):
-                raise ValueError(f"task {state.task_name[t]} claims host ports: use move")
             if self._on_node[t]:
                 req = state.task_req[t]
                 if status == PIPELINED:
@@ -191,7 +223,6 @@ class Simulation:
         self.node_of[tasks] = targets
         self.status[tasks] = ALLOCATED
         self._on_node[tasks] = True
-        self.version += 1
 
     def move(self, task: int, node: int) -> None:
         self.remove(task)
