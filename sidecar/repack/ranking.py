@@ -77,43 +77,46 @@ class RoundScores:
             self.span = tuple(ext.hi - ext.lo for ext in self.dims)
             self.scores = round_scores(delta, np.flatnonzero(live), self.weights)
             return self.scores.copy()
-        moved = np.flatnonzero(live != self.live)
-        dirty = np.array([i for i in self._dirty if live[i] and self.live[i]], np.intp)
+        moved = np.flatnonzero(live != self.live).tolist()
+        was = self.live
+        dirty = [i for i in self._dirty if live[i] and was[i]]
         self._dirty.clear()
         dims = self.dims
-        leaving, entering = moved[self.live[moved]], moved[live[moved]]
-        for column in counted[:, leaving].T.tolist():
-            for ext, v in zip(dims, column, strict=True):
+        leaving = [i for i in moved if was[i]]
+        entering = [i for i in moved if not was[i]]
+        for i in leaving:
+            for ext, v in zip(dims, counted[:, i].tolist(), strict=True):
                 ext.remove(v)
-        counted[:, entering] = delta[:, entering]
-        for column in counted[:, entering].T.tolist():
+        for i in entering:
+            column = delta[:, i].tolist()
+            counted[:, i] = column
             for ext, v in zip(dims, column, strict=True):
                 ext.add(v)
-        if dirty.size:
-            for old, new in zip(counted[:, dirty].T.tolist(), delta[:, dirty].T.tolist(), strict=True):
-                for ext, u, v in zip(dims, old, new, strict=True):
-                    if u != v:
-                        ext.remove(u)
-                        ext.add(v)
-            counted[:, dirty] = delta[:, dirty]
+        for i in dirty:
+            column = delta[:, i].tolist()
+            for ext, u, v in zip(dims, counted[:, i].tolist(), column, strict=True):
+                if u != v:
+                    ext.remove(u)
+                    ext.add(v)
+            counted[:, i] = column
         self.live = live.copy()
         span = tuple(ext.hi - ext.lo for ext in self.dims)
         if span != self.span:
             self.span = span
             self.scores = round_scores(delta, np.flatnonzero(live), self.weights)
         else:
-            self.scores[leaving] = np.inf
-            again = np.concatenate([entering, dirty])
-            if again.size:
-                self.scores[again] = self._score(again)
+            scores = self.scores
+            for i in leaving:
+                scores[i] = np.inf
+            for i in entering + dirty:
+                scores[i] = self._score(delta[:, i].tolist())
         return self.scores.copy()
 
-    def _score(self, idx: Indices) -> F64:
-        """round_scores' arithmetic for some candidates under the current spans."""
-        span = np.array(self.span)
-        scale = np.divide(self.weights, span, out=np.zeros(len(self.weights)), where=span > 0)
-        cols = self.delta[:, idx]
-        out: F64 = scale[0] * cols[0]
-        for d in range(1, cols.shape[0]):
-            out = out + scale[d] * cols[d]
+    def _score(self, column: list[float]) -> float:
+        """round_scores' arithmetic for one candidate under the current spans (Python floats are
+        IEEE doubles: the same products and sums, in the same order)."""
+        scale = [w / s if s > 0 else 0.0 for w, s in zip(self.weights.tolist(), self.span or (), strict=True)]
+        out = scale[0] * column[0]
+        for d in range(1, len(column)):
+            out = out + scale[d] * column[d]
         return out
