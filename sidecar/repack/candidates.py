@@ -48,7 +48,7 @@ class Candidate:
     pods: npt.NDArray[np.intp]  # goal-resource pods to move, placement order
     groups: list[GroupMoves]
     cards: float  # Volcano units of the goal resource on the node
-    pdbs: Counter[int] = field(default_factory=Counter)  # PodDisruptionBudget -> pods it covers
+    pdbs: dict[int, int] = field(default_factory=dict)  # PodDisruptionBudget -> pods it covers
 
 
 @dataclass(frozen=True)
@@ -185,15 +185,18 @@ def prepare(
     pair_bounds = np.searchsorted(pair_cand, np.arange(cand_nodes.size + 1))
     no_roles: Counter[str] = Counter()
     candidates: list[Candidate] = []
+    # plain lists: this loop runs once per candidate and group, numpy scalars would dominate it
+    group_l, pods_l, cards_l = pair_group.tolist(), pair_pods.tolist(), pair_cards.tolist()
+    bounds_l, pair_bounds_l, role_min = bounds.tolist(), pair_bounds.tolist(), gang.role_min
     for i, n in enumerate(cand_nodes.tolist()):
-        pods = tasks[bounds[i] : bounds[i + 1]]
+        pods = tasks[bounds_l[i] : bounds_l[i + 1]]
         groups = []
-        for k in range(pair_bounds[i], pair_bounds[i + 1]):
-            grp = int(pair_group[k])
+        for k in range(pair_bounds_l[i], pair_bounds_l[i + 1]):
+            grp = group_l[k]
             roles = no_roles
-            if gang.role_min[grp]:
+            if role_min[grp]:
                 roles = Counter(state.task_role[t] for t in pods if pg[t] == grp)
-            groups.append(GroupMoves(grp, int(pair_pods[k]), float(pair_cards[k]), roles))
+            groups.append(GroupMoves(grp, pods_l[k], cards_l[k], roles))
         candidates.append(Candidate(n, pods, groups, float(load[n])))
     return Prepared(before, candidates, pinned, gang, outcomes, pg_count, node_count)
 

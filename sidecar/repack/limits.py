@@ -42,7 +42,8 @@ def count_pdbs(state: ClusterState, candidates: list[Candidate], matching_tasks:
         hit = cand_of[matching_tasks(pdb.selector, frozenset({pdb.namespace}))]
         owners, counts = np.unique(hit[hit >= 0], return_counts=True)
         for i, n in zip(owners.tolist(), counts.tolist(), strict=True):
-            candidates[i].pdbs[p] += n
+            pdbs = candidates[i].pdbs
+            pdbs[p] = pdbs.get(p, 0) + n
 
 
 def pin_pdb_protected(state: ClusterState, prep: Prepared) -> None:
