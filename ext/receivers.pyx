@@ -2,7 +2,9 @@
 """Cython kernels for sidecar.repack.receivers (best_receiver) and sidecar.repack.search (place_pods);
 best_receiver_twin and place_pods_twin there are the specifications."""
 
-from libc.stdint cimport int64_t, uint8_t
+import numpy as np
+
+from libc.stdint cimport int32_t, int64_t, uint8_t
 
 
 def best_receiver(const double[::1] req, const Py_ssize_t[::1] dims, const double[:, ::1] free,
@@ -70,8 +72,17 @@ cdef class NodeSearch:
     cdef Py_ssize_t goal
     cdef double tol
     cdef Py_ssize_t[::1] slot, prev_slot, targets
+    cdef uint8_t[::1] stuck_at
     cdef double[:, ::1] ov_used, ov_future
     cdef int64_t[::1] ov_count
+    # one try's PodTopologySpread rules (search.SpreadInput); n_rules = 0 without
+    cdef Py_ssize_t n_rules
+    cdef int64_t[::1] counts, self_match, max_skew, mins
+    cdef const Py_ssize_t[::1] count_off, domain_off, pod_rule_off, pod_rules
+    cdef const int32_t[:, ::1] codes
+    cdef const int32_t[::1] domains
+    cdef const uint8_t[:, ::1] eligible, member
+    cdef const uint8_t[::1] zero_min
 
     def __init__(self, const double[:, ::1] req, const uint8_t[:, ::1] fit, const Py_ssize_t[::1] static_row,
                  const Py_ssize_t[::1] static_nodes, const Py_ssize_t[::1] static_bounds, const double[:, ::1] alloc, const double[:, ::1] used,
@@ -87,14 +98,68 @@ cdef class NodeSearch:
         self.cost, self.rank, self.goal, self.tol = cost, rank, goal, tol
         self.slot, self.ov_used, self.ov_future, self.ov_count = slot, ov_used, ov_future, ov_count
         self.prev_slot, self.targets = prev_slot, targets
+        self.stuck_at = np.zeros(targets.shape[0], np.uint8)
 
-    def place(self, Py_ssize_t a, Py_ssize_t b, Py_ssize_t budget):
-        """The receivers of pods a..b-1 (a list), or None."""
+    def place(self, Py_ssize_t a, Py_ssize_t b, Py_ssize_t budget, spread=None):
+        """The receivers of pods a..b-1 (a list), or None. ``spread`` (a search.SpreadInput for
+        these pods, its ``counts`` used as scratch and restored) adds their topology spread rules."""
         if b - a > self.targets.shape[0]:
             raise ValueError("more pods than the scratch rows")
+        self.n_rules = 0
+        if spread is not None and spread.self_match.shape[0] > 0:
+            self.counts, self.count_off = spread.counts, spread.count_off
+            self.codes, self.domains, self.domain_off = spread.codes, spread.domains, spread.domain_off
+            self.eligible, self.self_match, self.max_skew = spread.eligible, spread.self_match, spread.max_skew
+            self.zero_min, self.member = spread.zero_min, spread.member
+            self.pod_rules, self.pod_rule_off = spread.pod_rules, spread.pod_rule_off
+            self.n_rules = spread.self_match.shape[0]
+            if self.member.shape[0] != b - a or self.pod_rule_off.shape[0] != b - a + 1:
+                raise ValueError("spread rules for a different number of pods")
+            self.mins = np.empty(self.n_rules, np.int64)
+        self.stuck_at[: b - a] = 0
         if self._search(a, b, budget):
             return [self.targets[k] for k in range(b - a)]
         return None
+
+    def stuck(self, Py_ssize_t n_pods):
+        """The pods (positions) of the last search that found no receiver at all at some point."""
+        return [k for k in range(n_pods) if self.stuck_at[k]]
+
+    cdef void _level_mins(self, Py_ssize_t k) noexcept nogil:
+        """Each of pod k's rules' global minimum on the current counts."""
+        cdef Py_ssize_t j, r, i
+        cdef int64_t low, c
+        for j in range(self.pod_rule_off[k], self.pod_rule_off[k + 1]):
+            r = self.pod_rules[j]
+            low = 0
+            if not self.zero_min[r] and self.domain_off[r + 1] > self.domain_off[r]:
+                low = self.counts[self.count_off[r] + self.domains[self.domain_off[r]]]
+                for i in range(self.domain_off[r] + 1, self.domain_off[r + 1]):
+                    c = self.counts[self.count_off[r] + self.domains[i]]
+                    if c < low:
+                        low = c
+            self.mins[r] = low
+
+    cdef bint _spread_ok(self, Py_ssize_t k, Py_ssize_t n) noexcept nogil:
+        cdef Py_ssize_t j, r
+        cdef int32_t code
+        for j in range(self.pod_rule_off[k], self.pod_rule_off[k + 1]):
+            r = self.pod_rules[j]
+            code = self.codes[r, n]
+            if code < 0:
+                return False
+            if self.counts[self.count_off[r] + code] + self.self_match[r] - self.mins[r] > self.max_skew[r]:
+                return False
+        return True
+
+    cdef void _count(self, Py_ssize_t k, Py_ssize_t n, int64_t by) noexcept nogil:
+        """Pod k placed on (by=1) or taken off (by=-1) node n, for every rule that counts it there."""
+        cdef Py_ssize_t r
+        cdef int32_t code
+        for r in range(self.n_rules):
+            code = self.codes[r, n]
+            if self.member[k, r] and self.eligible[r, n] and code >= 0:
+                self.counts[self.count_off[r] + code] += by
 
     cdef bint _search(self, Py_ssize_t a, Py_ssize_t b, Py_ssize_t budget) noexcept nogil:
         cdef Py_ssize_t n_pods = b - a, n_res = self.future.shape[1]
@@ -111,6 +176,8 @@ cdef class NodeSearch:
                 break
             p = a + k
             best = -1
+            if self.n_rules:
+                self._level_mins(k)
             # only the nodes passing the pod's node-only checks (static_ok's row, as node lists)
             for j in range(self.static_bounds[self.static_row[p]], self.static_bounds[self.static_row[p] + 1]):
                 n = self.static_nodes[j]
@@ -131,6 +198,8 @@ cdef class NodeSearch:
                         break
                 if not fits:
                     continue
+                if self.n_rules and not self._spread_ok(k, n):
+                    continue
                 st = self.stays[n]
                 c = 0.0 if st else self.cost[n]
                 left = row[goal] - self.req[p, goal]
@@ -138,6 +207,8 @@ cdef class NodeSearch:
                     continue
                 if best < 0 or _worse(best_st, best_c, best_left, self.rank[best], st, c, left, self.rank[n]):
                     best, best_st, best_c, best_left = n, st, c, left
+            if best < 0 and not has_last:
+                self.stuck_at[k] = 1
             if best < 0 or budget <= 0:
                 # level k has no (further) receiver: back to the previous pod's next one
                 if k == 0:
@@ -145,6 +216,8 @@ cdef class NodeSearch:
                 k -= 1
                 n = self.targets[k]
                 self.slot[n] = self.prev_slot[k]
+                if self.n_rules:
+                    self._count(k, n, -1)
                 last_st = self.stays[n]
                 last_c = 0.0 if last_st else self.cost[n]
                 s = self.slot[n]
@@ -163,6 +236,8 @@ cdef class NodeSearch:
             self.prev_slot[k] = s
             self.slot[best] = k
             self.targets[k] = best
+            if self.n_rules:
+                self._count(k, best, 1)
             k += 1
             has_last = False
         # leave slot as found
@@ -170,4 +245,6 @@ cdef class NodeSearch:
         while n > 0:
             n -= 1
             self.slot[self.targets[n]] = self.prev_slot[n]
+            if self.n_rules:
+                self._count(n, self.targets[n], -1)
         return ok

@@ -39,7 +39,7 @@ def spread_selector(c: pb.TopologySpreadConstraint, labels: Mapping[str, str]) -
 
 
 @dataclass(frozen=True)
-class _Rule:
+class SpreadRule:
     """One DoNotSchedule constraint of a pod, with what does not depend on the simulation."""
 
     constraint: pb.TopologySpreadConstraint
@@ -49,6 +49,17 @@ class _Rule:
     domains: npt.NDArray[np.int32]  # domains among the eligible nodes
     self_match: int
 
+    @property
+    def min_forced_zero(self) -> bool:
+        """Fewer domains than minDomains: the global minimum counts as 0."""
+        return self.constraint.min_domains > 0 and self.domains.size < self.constraint.min_domains
+
+    def min_count(self, counts: npt.NDArray[np.int64]) -> int:
+        """The global minimum the skew is measured from."""
+        if self.min_forced_zero or not self.domains.size:
+            return 0
+        return int(counts[self.domains].min())
+
 
 class TopologySpread:
     def __init__(self, state: ClusterState, labels: NodeLabels, index: PodIndex, node_checks: NodeChecks) -> None:
@@ -57,7 +68,7 @@ class TopologySpread:
         self.index = index
         self.node_checks = node_checks
         self._static: dict[tuple[bytes, str], tuple[Mask, npt.NDArray[np.int32]]] = {}
-        self._rules_cache: dict[tuple[int, str], tuple[Mask, list[_Rule]]] = {}
+        self._rules_cache: dict[tuple[int, str], tuple[Mask, list[SpreadRule]]] = {}
 
     def eligible(self, subj: Subject, constraints: Iterable[pb.TopologySpreadConstraint]) -> Mask:
         """Nodes whose pods count for spreading: inclusion policies and every topology key present."""
@@ -93,7 +104,7 @@ class TopologySpread:
             hit = self._static[key] = (eligible, np.unique(codes[eligible & (codes >= 0)]))
         return hit
 
-    def _rules(self, subj: Subject) -> tuple[Mask, list[_Rule]]:
+    def _rules(self, subj: Subject) -> tuple[Mask, list[SpreadRule]]:
         """Everything in the filter that does not depend on where pods sit: eligible nodes and, per
         DoNotSchedule constraint, its selector's pods, the key's column, its domains and whether the
         pod matches itself. Cached per (profile row, namespace): the planner asks about the same few
@@ -103,7 +114,7 @@ class TopologySpread:
         if hit is not None:
             return hit
         hard = [c for c in subj.profile.topology_spread_constraints if c.when_unsatisfiable in ("", "DoNotSchedule")]
-        rules: list[_Rule] = []
+        rules: list[SpreadRule] = []
         eligible = self._nodes(subj, hard, hard[0])[0] if hard else np.zeros(0, bool)
         for c in hard:
             if c.max_skew < 1:  # refused when the profile is decoded; kept for hand-built subjects
@@ -111,7 +122,7 @@ class TopologySpread:
             sel = spread_selector(c, subj.labels)
             codes, values, _ = self.labels.column(c.topology_key)
             rules.append(
-                _Rule(
+                SpreadRule(
                     c,
                     self.index.matching_tasks(sel, frozenset({subj.namespace})),
                     codes,
@@ -132,23 +143,34 @@ class TopologySpread:
         eligible, rules = self._rules(subj)
         if not rules:
             return code
-        on_node = sim.on_node()
         for r in rules:
-            c, tasks, codes = r.constraint, r.tasks, r.codes
-            if subj.task is not None:
-                tasks = tasks[tasks != subj.task]
-            tasks = tasks[on_node[tasks] & (sim.status[tasks] != RELEASING)]
-            tasks = tasks[eligible[sim.node_of[tasks]]]
-            dom_of_task = codes[sim.node_of[tasks]]
-            # At least one slot, so that indexing stays valid when no node has the key at all.
-            counts = np.bincount(dom_of_task[dom_of_task >= 0], minlength=r.n_values)
-            domains = r.domains
-            min_count = int(counts[domains].min()) if domains.size else 0
-            if c.min_domains > 0 and domains.size < c.min_domains:
-                min_count = 0
-            sub = codes[idx]
+            counts = domain_counts(r, eligible, sim, subj.task)
+            min_count = r.min_count(counts)
+            sub = r.codes[idx]
             missing = sub < 0
             skew = counts[np.maximum(sub, 0)] + r.self_match - min_count
             code[(code == T_OK) & missing] = T_LABEL
-            code[(code == T_OK) & ~missing & (skew > c.max_skew)] = T_SKEW
+            code[(code == T_OK) & ~missing & (skew > r.constraint.max_skew)] = T_SKEW
         return code
+
+    def rules(self, subj: Subject) -> tuple[Mask, list[SpreadRule]]:
+        """The subject's DoNotSchedule rules and the nodes whose pods count for them."""
+        return self._rules(subj)
+
+
+def domain_counts(
+    r: SpreadRule, eligible: Mask, sim: Simulation, skip: int | npt.NDArray[np.intp] | None = None
+) -> npt.NDArray[np.int64]:
+    """Pods the rule's selector matches per domain: placed, not releasing, on a node whose pods
+    count (``eligible``), other than ``skip`` (the pod being placed, or a candidate's pods as if
+    evicted)."""
+    tasks = r.tasks
+    if isinstance(skip, (int, np.integer)):
+        tasks = tasks[tasks != skip]
+    elif skip is not None:
+        tasks = tasks[~np.isin(tasks, skip)]
+    tasks = tasks[sim.on_node()[tasks] & (sim.status[tasks] != RELEASING)]
+    tasks = tasks[eligible[sim.node_of[tasks]]]
+    dom_of_task = r.codes[sim.node_of[tasks]]
+    # At least one slot, so that indexing stays valid when no node has the key at all.
+    return np.bincount(dom_of_task[dom_of_task >= 0], minlength=r.n_values).astype(np.int64)

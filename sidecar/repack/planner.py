@@ -238,19 +238,27 @@ class _Run:
         return True
 
     def _try_node_level(self, i: int) -> bool:
-        """The same try for a candidate whose pods face node-level checks only: the search runs
-        in the kernel without touching the simulation, which takes the moves only if it succeeds.
-        Such a failure is final (no placement elsewhere can loosen a node-level check)."""
+        """The same try for a candidate whose pods face no pod-level check but topology spread:
+        the search runs in the kernel without touching the simulation, which takes the moves only
+        if it succeeds. A failure is final unless a pod that found no receiver at all has spread
+        rules and passes its node checks somewhere (moves elsewhere may loosen spread)."""
         assert self.node_level is not None
         c, receivers = self.table.cands[i], self.receivers
         was_allowed = bool(receivers.allowed[c.node])
         receivers.allowed[c.node] = False
         trial = self.table.trial(i, self.gang)
-        targets = self.node_level.place(i)
+        stuck: set[int] = set()
+        targets = self.node_level.place(i, stuck)
         self.table.settle(trial, targets is not None)
         if targets is None:
+            # Decided while the node is still no receiver (rule 1), as the general try does.
+            subjects = [self.mirror.subject_for_task(int(c.pods[k])) for k in sorted(stuck)]
+            retry = any(receivers.node_checks_pass(subj) for subj in subjects)
             receivers.allowed[c.node] = was_allowed
-            self.table.drop_no_receiver(i)
+            if retry:
+                self.table.retry_at[i] = len(self.freed) + 1
+            else:
+                self.table.drop_no_receiver(i)
             return False
         self.sim.relocate(c.pods, targets)
         self._emptied(i, targets)

@@ -33,7 +33,8 @@ import numpy.typing as npt
 from sidecar import dispatch
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
-from sidecar.mirror.types import Subject
+from sidecar.mirror.spread import SpreadRule, domain_counts
+from sidecar.mirror.types import Subject, task_subject
 from sidecar.repack.candidates import CandidatePods
 from sidecar.repack.receivers import Receivers, key
 from sidecar.snapshot.units import TOLERANCE
@@ -106,15 +107,63 @@ class PodsInput:
     rank: I64  # node-name rank
     goal: int
     budget: int = PLACEMENT_BUDGET
+    spread: SpreadInput | None = None  # the pods' PodTopologySpread rules
 
 
-def place_pods_twin(inp: PodsInput) -> list[int] | None:
+@dataclass(frozen=True, slots=True)
+class SpreadInput:
+    """The DoNotSchedule topology spread rules of one candidate's pods (R rules, T pods), as the
+    mirror's PodTopologySpread filter would read them with the candidate's pods evicted. Per rule
+    its pods per domain (``counts[count_off[r]:count_off[r + 1]]``, scratch to the kernel, restored),
+    each node's domain (-1: no key), the domains whose minimum the skew is measured from, the nodes
+    whose pods count and the rule's own numbers; per pod which rules match it (its placement
+    counts for them) and which rules it must satisfy."""
+
+    counts: I64
+    count_off: Nodes  # [R + 1]
+    codes: npt.NDArray[np.int32]  # [R, N]
+    domains: npt.NDArray[np.int32]
+    domain_off: Nodes  # [R + 1]
+    eligible: U8  # [R, N]
+    self_match: I64  # [R] 1 when the rule's owner matches its own selector
+    max_skew: I64  # [R]
+    zero_min: U8  # [R] fewer domains than minDomains: the minimum is 0
+    member: U8  # [T, R]
+    pod_rules: Nodes
+    pod_rule_off: Nodes  # [T + 1] pod k satisfies rules pod_rules[pod_rule_off[k]:pod_rule_off[k + 1]]
+
+
+def place_pods_twin(inp: PodsInput, stuck: set[int] | None = None) -> list[int] | None:
     """The search as a plain loop (the specification): each pod's receivers are the allowed nodes
     passing its node-only checks, pod count and resource fit on the rows as earlier placements
     left them, taken in key order; a placement adds the request to the node's Used and recomputes
     FutureIdle exactly as the Simulation does. The receivers, or None when the budget or the
-    receivers run out. The inputs are left as they were."""
+    receivers run out. With ``spread``, a node must also give each of the pod's rules a domain
+    with skew (its count, plus the pod when it matches itself, minus the rule's minimum over its
+    domains) within maxSkew, and a placement counts for every rule matching the pod whose nodes
+    count there. The inputs are left as they were; ``stuck`` collects the pods (positions) that
+    found no receiver at all at some point."""
     overlay: dict[int, list[tuple[F64, F64, int]]] = {}  # node -> (used, future, count) per placement
+    sp = inp.spread
+    counts = [sp.counts[sp.count_off[r] : sp.count_off[r + 1]].copy() for r in range(sp.self_match.size)] if sp else []
+
+    def spread_ok(k: int, n: int) -> bool:
+        if sp is None:
+            return True
+        for r in sp.pod_rules[sp.pod_rule_off[k] : sp.pod_rule_off[k + 1]].tolist():
+            code = int(sp.codes[r, n])
+            if code < 0:
+                return False
+            doms = sp.domains[sp.domain_off[r] : sp.domain_off[r + 1]]
+            low = 0 if sp.zero_min[r] or doms.size == 0 else int(counts[r][doms].min())
+            if counts[r][code] + sp.self_match[r] - low > sp.max_skew[r]:
+                return False
+        return True
+
+    def tally(k: int, n: int, by: int) -> None:
+        for r in range(len(counts)) if sp else ():
+            if sp.member[k, r] and sp.eligible[r, n] and sp.codes[r, n] >= 0:  # type: ignore[union-attr]
+                counts[r][sp.codes[r, n]] += by  # type: ignore[union-attr]
 
     def rows(n: int) -> tuple[F64, F64, int]:
         stack = overlay.get(n)
@@ -129,7 +178,7 @@ def place_pods_twin(inp: PodsInput) -> list[int] | None:
         if not inp.allowed[n] or not inp.static_ok[inp.static_row[k], n] or count >= inp.pod_cap[n]:
             return False
         dims = np.flatnonzero(inp.fit[k])
-        return not any(inp.req[k, d] - future[d] >= TOLERANCE for d in dims)
+        return not any(inp.req[k, d] - future[d] >= TOLERANCE for d in dims) and spread_ok(k, n)
 
     n_pods, budget = inp.req.shape[0], inp.budget
     targets: list[int] = []
@@ -138,11 +187,14 @@ def place_pods_twin(inp: PodsInput) -> list[int] | None:
         k = len(targets)
         keyed = [(node_key(k, n), n) for n in range(inp.future.shape[0]) if feasible(k, n)]
         later = [kn for kn in keyed if last is None or kn[0] > last]
+        if not keyed and last is None and stuck is not None:
+            stuck.add(k)
         if not later or budget <= 0:
             if k == 0:
                 return None
             n = targets.pop()
             overlay[n].pop()
+            tally(k - 1, n, -1)
             last = node_key(k - 1, n)
             continue
         budget -= 1
@@ -151,16 +203,22 @@ def place_pods_twin(inp: PodsInput) -> list[int] | None:
         used = used + inp.req[k]
         future = inp.alloc[n] - used + inp.releasing[n] - inp.pipelined[n]
         overlay.setdefault(n, []).append((used, future, count + 1))
+        tally(k, n, 1)
         targets.append(n)
         last = None
     return targets
 
 
-def place_pods(inp: PodsInput) -> list[int] | None:
+def place_pods(inp: PodsInput, stuck: set[int] | None = None) -> list[int] | None:
     """:func:`place_pods_twin`'s answer, from the kernel when it is built."""
     if dispatch.mode(_K) != "kernel":
-        return place_pods_twin(inp)
-    return _kernel(inp, inp.req.shape[0]).place(0, inp.req.shape[0], inp.budget)  # type: ignore[no-any-return]
+        return place_pods_twin(inp, stuck)
+    spread = dataclasses.replace(inp.spread, counts=inp.spread.counts.copy()) if inp.spread else None
+    kernel = _kernel(inp, inp.req.shape[0])
+    targets: list[int] | None = kernel.place(0, inp.req.shape[0], inp.budget, spread)
+    if stuck is not None:
+        stuck.update(kernel.stuck(inp.req.shape[0]))
+    return targets
 
 
 def _kernel(inp: PodsInput, max_pods: int) -> Any:
@@ -199,16 +257,19 @@ def _kernel(inp: PodsInput, max_pods: int) -> Any:
 
 
 class NodeLevelPods:
-    """The candidates whose pods all face node-level checks only, and :func:`place_pods` bound to
-    one planning loop's arrays (the Simulation's rows and the receiver state, read live)."""
+    """The candidates whose pods face no pod-level check but topology spread, and
+    :func:`place_pods` bound to one planning loop's arrays (the Simulation's rows and the receiver
+    state, read live); a candidate's spread rules are read from the Simulation at each try."""
 
     def __init__(self, mirror: Mirror, pods: CandidatePods, sim: Simulation, receivers: Receivers) -> None:
         state, checks = mirror.state, mirror.predicates
-        self.pods = pods
+        self.mirror, self.sim, self.pods = mirror, sim, pods
         req = np.ascontiguousarray(state.task_req[pods.pods])
-        pod_level = checks.pod_level_tasks(pods.pods)
         sizes = np.diff(pods.bounds)
-        self.simple = (np.bincount(pods.cand[pod_level], minlength=sizes.size) == 0) & (sizes > 0)
+        other = checks.pod_level_tasks(pods.pods, spread=False)  # affinity, ports, anti-affinity toward it
+        self.simple = (np.bincount(pods.cand[other], minlength=sizes.size) == 0) & (sizes > 0)
+        with_spread = checks.pod_level_tasks(pods.pods) & ~other
+        self.spread = np.bincount(pods.cand[with_spread], minlength=sizes.size) > 0
         self.inp = PodsInput(
             req,
             checks.node_checks.fit_mask(req),
@@ -229,12 +290,55 @@ class NodeLevelPods:
         )
         self._search = _kernel(self.inp, int(sizes.max(initial=0))) if dispatch.mode(_K) == "kernel" else None
 
-    def place(self, i: int) -> list[int] | None:
-        """Receivers for candidate ``i``'s pods on the current rows, or None; nothing is changed."""
+    def place(self, i: int, stuck: set[int] | None = None) -> list[int] | None:
+        """Receivers for candidate ``i``'s pods on the current rows, or None (then ``stuck`` gets
+        the positions of its pods that found no receiver at all); nothing is changed."""
         a, b = int(self.pods.bounds[i]), int(self.pods.bounds[i + 1])
+        spread = self.spread_input(self.pods.pods[a:b]) if self.spread[i] else None
         if self._search is not None:
-            return self._search.place(a, b, PLACEMENT_BUDGET)  # type: ignore[no-any-return]
+            targets: list[int] | None = self._search.place(a, b, PLACEMENT_BUDGET, spread)
+            if targets is None and stuck is not None:
+                stuck.update(self._search.stuck(b - a))
+            return targets
         inp = self.inp
-        return place_pods_twin(
-            dataclasses.replace(inp, req=inp.req[a:b], fit=inp.fit[a:b], static_row=inp.static_row[a:b])
+        part = dataclasses.replace(
+            inp, req=inp.req[a:b], fit=inp.fit[a:b], static_row=inp.static_row[a:b], spread=spread
+        )
+        return place_pods_twin(part, stuck)
+
+    def spread_input(self, pods: Nodes) -> SpreadInput | None:
+        """The mirror's spread rules for ``pods`` (one candidate's), counted on the Simulation
+        with those pods evicted; None when they have none."""
+        state, checks, sim = self.mirror.state, self.mirror.predicates, self.sim
+        rules: list[SpreadRule] = []
+        eligible: list[npt.NDArray[np.bool_]] = []
+        index: dict[tuple[int, int, int], int] = {}  # (profile, namespace, constraint) -> rule
+        pod_rules: list[int] = []
+        pod_rule_off = [0]
+        for t in pods.tolist():
+            prof, ns = int(state.task_profile[t]), int(state.task_namespace[t])
+            elig, own = checks.spread_rules(task_subject(state, t))
+            for j, rule in enumerate(own):
+                r = index.setdefault((prof, ns, j), len(rules))
+                if r == len(rules):
+                    rules.append(rule)
+                    eligible.append(elig)
+                pod_rules.append(r)
+            pod_rule_off.append(len(pod_rules))
+        if not rules:
+            return None
+        counts = [domain_counts(r, e, sim, pods) for r, e in zip(rules, eligible, strict=True)]
+        return SpreadInput(
+            counts=np.concatenate(counts).astype(np.int64),
+            count_off=np.cumsum([0] + [c.size for c in counts]).astype(np.intp),
+            codes=np.ascontiguousarray(np.stack([r.codes for r in rules]), np.int32),
+            domains=np.concatenate([r.domains for r in rules]).astype(np.int32),
+            domain_off=np.cumsum([0] + [r.domains.size for r in rules]).astype(np.intp),
+            eligible=np.ascontiguousarray(np.stack(eligible), np.uint8),
+            self_match=np.array([r.self_match for r in rules], np.int64),
+            max_skew=np.array([r.constraint.max_skew for r in rules], np.int64),
+            zero_min=np.array([r.min_forced_zero for r in rules], np.uint8),
+            member=np.ascontiguousarray(np.stack([np.isin(pods, r.tasks) for r in rules], axis=1), np.uint8),
+            pod_rules=np.array(pod_rules, np.intp),
+            pod_rule_off=np.array(pod_rule_off, np.intp),
         )
