@@ -26,6 +26,7 @@ def runs(draw):  # type: ignore[no-untyped-def]
             fill=draw(st.floats(0.2, 0.9)),
             seed=draw(st.integers(0, 100_000)),
             cards_per_node=draw(st.sampled_from([4, 8])),
+            spread=draw(st.sampled_from([0.0, 0.0, 0.5])),
         )
     )
     fields: dict = {}  # type: ignore[type-arg]

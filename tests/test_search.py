@@ -3,6 +3,8 @@ the general Search on real Simulation states, and a hand case that needs backtra
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -54,17 +56,54 @@ def pods_inputs(draw):  # type: ignore[no-untyped-def]
     )
 
 
+@st.composite
+def spread_inputs(draw, n_pods: int, n_nodes: int):  # type: ignore[no-untyped-def]
+    """Random spread rules over few domains, so skews bind and minimums move as pods land."""
+    n_rules = draw(st.integers(1, 3))
+    n_domains = [draw(st.integers(1, 4)) for _ in range(n_rules)]
+    counts = [draw(hnp.arrays(np.int64, d, elements=st.integers(0, 3))) for d in n_domains]
+    codes = np.array([[draw(st.integers(-1, d - 1)) for _ in range(n_nodes)] for d in n_domains], np.int32).reshape(
+        n_rules, n_nodes
+    )
+    domains = [np.array(sorted(draw(st.sets(st.integers(0, d - 1)))), np.int32) for d in n_domains]
+    pod_rules = [sorted(draw(st.sets(st.integers(0, n_rules - 1)))) for _ in range(n_pods)]
+    return search.SpreadInput(
+        counts=np.concatenate(counts),
+        count_off=np.cumsum([0, *n_domains]).astype(np.intp),
+        codes=codes,
+        domains=np.concatenate(domains).astype(np.int32),
+        domain_off=np.cumsum([0] + [d.size for d in domains]).astype(np.intp),
+        eligible=draw(hnp.arrays(np.uint8, (n_rules, n_nodes), elements=st.integers(0, 1))),
+        self_match=draw(hnp.arrays(np.int64, n_rules, elements=st.integers(0, 1))),
+        max_skew=draw(hnp.arrays(np.int64, n_rules, elements=st.integers(1, 2))),
+        zero_min=draw(hnp.arrays(np.uint8, n_rules, elements=st.integers(0, 1))),
+        member=draw(hnp.arrays(np.uint8, (n_pods, n_rules), elements=st.integers(0, 1))),
+        pod_rules=np.array([r for rs in pod_rules for r in rs], np.intp),
+        pod_rule_off=np.cumsum([0] + [len(rs) for rs in pod_rules]).astype(np.intp),
+    )
+
+
 @needs_kernel
 @settings(max_examples=400, deadline=None)
-@given(pods_inputs())
-def test_kernel_agrees_with_twin(inp: PodsInput) -> None:
+@given(st.data())
+def test_kernel_agrees_with_twin(data: st.DataObject) -> None:
+    inp = data.draw(pods_inputs())
+    if data.draw(st.booleans()):
+        spread = data.draw(spread_inputs(inp.req.shape[0], inp.future.shape[0]))
+        inp = dataclasses.replace(inp, spread=spread)
     before = {name: getattr(inp, name).copy() for name in ("used", "future", "pod_count")}
-    expected = search.place_pods_twin(inp)
+    if inp.spread is not None:
+        before["counts"] = inp.spread.counts.copy()
+    stuck_twin: set[int] = set()
+    stuck_kernel: set[int] = set()
+    expected = search.place_pods_twin(inp, stuck_twin)
     with dispatch.forced("kernel"):
-        got = search.place_pods(inp)
+        got = search.place_pods(inp, stuck_kernel)
     assert got == expected
+    assert stuck_kernel == stuck_twin
     for name, value in before.items():
-        assert np.array_equal(getattr(inp, name), value), f"{name} was written"
+        now = inp.spread.counts if name == "counts" else getattr(inp, name)  # type: ignore[union-attr]
+        assert np.array_equal(now, value), f"{name} was written"
 
 
 def backtracking_case(budget: int) -> PodsInput:
@@ -110,11 +149,16 @@ def test_backtracks_to_the_next_receiver_within_the_budget(mode: str) -> None:
     st.floats(0.5, 0.95),
     st.integers(0, 100_000),
     st.sampled_from([4, 8]),
+    st.sampled_from([0.0, 0.5, 1.0]),
 )
-def test_node_level_search_matches_the_general_search(nodes: int, fill: float, seed: int, cards: int) -> None:
-    """On the first round of real plans: for every node-level candidate, the kernel's receivers
-    are the ones the Simulation-based Search finds (or both fail)."""
-    state = decode(synth(SynthOptions(nodes=nodes, fill=fill, seed=seed, cards_per_node=cards)))
+def test_node_level_search_matches_the_general_search(
+    nodes: int, fill: float, seed: int, cards: int, spread: float
+) -> None:
+    """On the first round of real plans (some with pods spread over hosts): for every candidate
+    the kernel takes, its receivers are the ones the Simulation-based Search finds (or both fail,
+    with the same stuck pods)."""
+    opts = SynthOptions(nodes=nodes, fill=fill, seed=seed, cards_per_node=cards, spread=spread)
+    state = decode(synth(opts))
     plan = planner.Planner(Mirror(state), validate(spec()))
     prep = plan.prepare()
     if not prep.candidates:
@@ -127,7 +171,8 @@ def test_node_level_search_matches_the_general_search(nodes: int, fill: float, s
             continue
         was = bool(recv.allowed[c.node])
         recv.allowed[c.node] = False
-        fast = run.node_level.place(i)
+        stuck: set[int] = set()
+        fast = run.node_level.place(i, stuck)
         mark = sim.checkpoint()
         for t in c.pods:
             sim.remove(int(t))
@@ -136,3 +181,5 @@ def test_node_level_search_matches_the_general_search(nodes: int, fill: float, s
         sim.rollback(mark)
         recv.allowed[c.node] = was
         assert fast == slow, f"candidate {state.node_names[c.node]}"
+        if slow is None:
+            assert {s.task for s in general.stuck} == {int(c.pods[k]) for k in stuck}

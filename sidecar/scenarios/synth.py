@@ -38,6 +38,8 @@ class SynthOptions:
     cpu_pods_per_node: float = 0.5
     pools: int = 3
     name: str = ""
+    #: share of jobs whose pods spread over hosts (DoNotSchedule, maxSkew 1 or 2); 0 draws nothing
+    spread: float = 0.0
 
 
 _CARD_MIX = (1, 2, 4, 8)
@@ -173,6 +175,13 @@ def synth(opts: SynthOptions) -> pb.Snapshot:
                 profile.pod_anti_affinity.add(
                     label_selector=_selector({"app": name}), topology_key="kubernetes.io/hostname"
                 )
+        if opts.spread > 0 and rng.random() < opts.spread:
+            profile.topology_spread_constraints.add(
+                max_skew=int(rng.integers(1, 3)),
+                topology_key="kubernetes.io/hostname",
+                when_unsatisfiable="DoNotSchedule",
+                label_selector=_selector({"app": name}),
+            )
         prof = profile_index(profile)
         anti = len(profile.pod_anti_affinity) > 0
         used_nodes: set[int] = set()
