@@ -217,9 +217,12 @@ class Receivers:
         return row
 
     def node_checks_pass(self, subj: Subject) -> bool:
-        """Would some allowed receiver take the pod if pod-level constraints were ignored?"""
+        """Would some allowed receiver take the pod if pod-level constraints were ignored? (False
+        for a pod without pod-level constraints: nothing to ignore.)"""
         p, sim = self.mirror.predicates, self.sim
+        if not p.pod_level(subj):
+            return False
         fits = kernels.first_insufficient(subj.req, sim.future_idle(), p.fit_dims(subj.req)) < 0
         room = sim.pod_count < self.mirror.state.node_alloc[:, p.pods_dim]
         static_ok = p.static(subj.profile, profile_index=subj.profile_index).code == S_OK
-        return p.pod_level(subj) and bool((fits & room & static_ok & self.allowed).any())
+        return bool((fits & room & static_ok & self.allowed).any())
