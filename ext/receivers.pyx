@@ -75,14 +75,14 @@ cdef class NodeSearch:
     cdef uint8_t[::1] stuck_at
     cdef double[:, ::1] ov_used, ov_future
     cdef int64_t[::1] ov_count
-    # one try's PodTopologySpread rules (search.SpreadInput); n_rules = 0 without
+    # one try's PodTopologySpread rules (search.RulesInput); n_rules = 0 without
     cdef Py_ssize_t n_rules
     cdef int64_t[::1] counts, self_match, max_skew, mins
     cdef const Py_ssize_t[::1] count_off, domain_off, pod_rule_off, pod_rules
     cdef const int32_t[:, ::1] codes
     cdef const int32_t[::1] domains
     cdef const uint8_t[:, ::1] eligible, member
-    cdef const uint8_t[::1] zero_min
+    cdef const uint8_t[::1] zero_min, missing_ok
 
     def __init__(self, const double[:, ::1] req, const uint8_t[:, ::1] fit, const Py_ssize_t[::1] static_row,
                  const Py_ssize_t[::1] static_nodes, const Py_ssize_t[::1] static_bounds, const double[:, ::1] alloc, const double[:, ::1] used,
@@ -101,8 +101,8 @@ cdef class NodeSearch:
         self.stuck_at = np.zeros(targets.shape[0], np.uint8)
 
     def place(self, Py_ssize_t a, Py_ssize_t b, Py_ssize_t budget, spread=None):
-        """The receivers of pods a..b-1 (a list), or None. ``spread`` (a search.SpreadInput for
-        these pods, its ``counts`` used as scratch and restored) adds their topology spread rules."""
+        """The receivers of pods a..b-1 (a list), or None. ``spread`` (a search.RulesInput for
+        these pods, its ``counts`` used as scratch and restored) adds their domain rules."""
         if b - a > self.targets.shape[0]:
             raise ValueError("more pods than the scratch rows")
         self.n_rules = 0
@@ -110,7 +110,7 @@ cdef class NodeSearch:
             self.counts, self.count_off = spread.counts, spread.count_off
             self.codes, self.domains, self.domain_off = spread.codes, spread.domains, spread.domain_off
             self.eligible, self.self_match, self.max_skew = spread.eligible, spread.self_match, spread.max_skew
-            self.zero_min, self.member = spread.zero_min, spread.member
+            self.zero_min, self.missing_ok, self.member = spread.zero_min, spread.missing_ok, spread.member
             self.pod_rules, self.pod_rule_off = spread.pod_rules, spread.pod_rule_off
             self.n_rules = spread.self_match.shape[0]
             if self.member.shape[0] != b - a or self.pod_rule_off.shape[0] != b - a + 1:
@@ -147,6 +147,8 @@ cdef class NodeSearch:
             r = self.pod_rules[j]
             code = self.codes[r, n]
             if code < 0:
+                if self.missing_ok[r]:
+                    continue
                 return False
             if self.counts[self.count_off[r] + code] + self.self_match[r] - self.mins[r] > self.max_skew[r]:
                 return False

@@ -10,15 +10,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from plan_cases import spec
+from plan_cases import Cluster, spec
 
 from sidecar import dispatch
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.mirror.core import Mirror
 from sidecar.repack import planner, receivers, search
 from sidecar.repack.search import PodsInput
 from sidecar.repack.spec import validate
 from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.snapshot.decode import decode
+from sidecar.snapshot.state import ClusterState
 
 needs_kernel = pytest.mark.skipif(not receivers.available(), reason="the receivers kernel is not built")
 
@@ -67,7 +69,7 @@ def spread_inputs(draw, n_pods: int, n_nodes: int):  # type: ignore[no-untyped-d
     )
     domains = [np.array(sorted(draw(st.sets(st.integers(0, d - 1)))), np.int32) for d in n_domains]
     pod_rules = [sorted(draw(st.sets(st.integers(0, n_rules - 1)))) for _ in range(n_pods)]
-    return search.SpreadInput(
+    return search.RulesInput(
         counts=np.concatenate(counts),
         count_off=np.cumsum([0, *n_domains]).astype(np.intp),
         codes=codes,
@@ -77,6 +79,7 @@ def spread_inputs(draw, n_pods: int, n_nodes: int):  # type: ignore[no-untyped-d
         self_match=draw(hnp.arrays(np.int64, n_rules, elements=st.integers(0, 1))),
         max_skew=draw(hnp.arrays(np.int64, n_rules, elements=st.integers(1, 2))),
         zero_min=draw(hnp.arrays(np.uint8, n_rules, elements=st.integers(0, 1))),
+        missing_ok=draw(hnp.arrays(np.uint8, n_rules, elements=st.integers(0, 1))),
         member=draw(hnp.arrays(np.uint8, (n_pods, n_rules), elements=st.integers(0, 1))),
         pod_rules=np.array([r for rs in pod_rules for r in rs], np.intp),
         pod_rule_off=np.cumsum([0] + [len(rs) for rs in pod_rules]).astype(np.intp),
@@ -90,10 +93,10 @@ def test_kernel_agrees_with_twin(data: st.DataObject) -> None:
     inp = data.draw(pods_inputs())
     if data.draw(st.booleans()):
         spread = data.draw(spread_inputs(inp.req.shape[0], inp.future.shape[0]))
-        inp = dataclasses.replace(inp, spread=spread)
+        inp = dataclasses.replace(inp, rules=spread)
     before = {name: getattr(inp, name).copy() for name in ("used", "future", "pod_count")}
-    if inp.spread is not None:
-        before["counts"] = inp.spread.counts.copy()
+    if inp.rules is not None:
+        before["counts"] = inp.rules.counts.copy()
     stuck_twin: set[int] = set()
     stuck_kernel: set[int] = set()
     expected = search.place_pods_twin(inp, stuck_twin)
@@ -102,7 +105,7 @@ def test_kernel_agrees_with_twin(data: st.DataObject) -> None:
     assert got == expected
     assert stuck_kernel == stuck_twin
     for name, value in before.items():
-        now = inp.spread.counts if name == "counts" else getattr(inp, name)  # type: ignore[union-attr]
+        now = inp.rules.counts if name == "counts" else getattr(inp, name)  # type: ignore[union-attr]
         assert np.array_equal(now, value), f"{name} was written"
 
 
@@ -158,7 +161,12 @@ def test_node_level_search_matches_the_general_search(
     the kernel takes, its receivers are the ones the Simulation-based Search finds (or both fail,
     with the same stuck pods)."""
     opts = SynthOptions(nodes=nodes, fill=fill, seed=seed, cards_per_node=cards, spread=spread)
-    state = decode(synth(opts))
+    assert_kernel_searches_like_the_filter(decode(synth(opts)))
+
+
+def assert_kernel_searches_like_the_filter(state: ClusterState) -> None:
+    """First round of a plan on ``state``: every candidate the kernel takes gets the receivers
+    the Simulation-based Search finds (or both fail, with the same stuck pods)."""
     plan = planner.Planner(Mirror(state), validate(spec()))
     prep = plan.prepare()
     if not prep.candidates:
@@ -183,3 +191,48 @@ def test_node_level_search_matches_the_general_search(
         assert fast == slow, f"candidate {state.node_names[c.node]}"
         if slow is None:
             assert {s.task for s in general.stuck} == {int(c.pods[k]) for k in stuck}
+
+
+@st.composite
+def rule_clusters(draw):  # type: ignore[no-untyped-def]
+    """Small clusters whose pods carry every kind of domain rule: one-way anti-affinity (by host
+    or zone, to pods of another app), spread by zone or host with minDomains, nodes without the
+    zone label, releasing pods that count for anti-affinity but not for spread."""
+    c = Cluster()
+    n_nodes = draw(st.integers(3, 8))
+    for k in range(n_nodes):
+        zone = draw(st.sampled_from(["z1", "z2", "z3", None]))
+        c.node(f"n{k}", 4, **({"zone": zone} if zone else {}))
+    for g in range(draw(st.integers(1, 4))):
+        c.group(f"g{g}", 1)
+    for p in range(draw(st.integers(2, 16))):
+        app = draw(st.sampled_from(["a", "b", "c"]))
+        profile: dict = {"labels": {"app": app}}  # type: ignore[type-arg]
+        kind = draw(st.sampled_from(["none", "anti", "spread", "both"]))
+        key = draw(st.sampled_from(["kubernetes.io/hostname", "zone"]))
+        if kind in ("anti", "both"):
+            other = draw(st.sampled_from(["a", "b", "c"]))
+            term = {"labelSelector": {"matchLabels": {"app": other}}, "topologyKey": key}
+            profile["podAntiAffinity"] = [term]
+        if kind in ("spread", "both"):
+            profile["topologySpreadConstraints"] = [
+                {
+                    "maxSkew": draw(st.integers(1, 2)),
+                    "topologyKey": draw(st.sampled_from(["kubernetes.io/hostname", "zone"])),
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": app}},
+                    "minDomains": draw(st.sampled_from([0, 0, 4])),
+                }
+            ]
+        status = draw(st.sampled_from([pb.Task.Running, pb.Task.Running, pb.Task.Releasing]))
+        node = f"n{draw(st.integers(0, n_nodes - 1))}"
+        group = f"g{draw(st.integers(0, len(c.snap.pod_groups) - 1))}"
+        c.pod(f"p{p}", node, draw(st.sampled_from([1, 1, 2])), group, status=status, **profile)
+    return c.state()
+
+
+@needs_kernel
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rule_clusters())
+def test_node_level_search_matches_the_general_search_on_every_rule(state: ClusterState) -> None:
+    assert_kernel_searches_like_the_filter(state)

@@ -36,7 +36,7 @@ class InterPodAffinity:
         self.labels = labels
         self.index = index
 
-    def _term(self, term: pb.PodAffinityTerm, owner_ns: str) -> _Term:
+    def term(self, term: pb.PodAffinityTerm, owner_ns: str) -> _Term:
         if not term.topology_key:
             raise InputError("profile.pod_affinity.topology_key", "can not be empty")
         return _Term(term.label_selector, self.index.term_namespaces(term, owner_ns), term.topology_key)
@@ -50,7 +50,7 @@ class InterPodAffinity:
         prof = subj.profile
         # 1. Required affinity: all terms satisfied by pods matching every term.
         if prof.pod_affinity:
-            terms = [self._term(t, subj.namespace) for t in prof.pod_affinity]
+            terms = [self.term(t, subj.namespace) for t in prof.pod_affinity]
             match_all = index.matching_tasks(terms[0].selector, terms[0].namespaces)
             for t in terms[1:]:
                 match_all = np.intersect1d(match_all, index.matching_tasks(t.selector, t.namespaces))
@@ -74,7 +74,7 @@ class InterPodAffinity:
                 passed = ok & exists
             code[(code == P_OK) & ~passed] = P_AFFINITY
         # 2. Required anti-affinity: no matching pod in the node's domain, term by term.
-        for t in (self._term(x, subj.namespace) for x in prof.pod_anti_affinity):
+        for t in (self.term(x, subj.namespace) for x in prof.pod_anti_affinity):
             tasks = index.matching_tasks(t.selector, t.namespaces)
             if subj.task is not None:
                 tasks = tasks[tasks != subj.task]

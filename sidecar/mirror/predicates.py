@@ -29,14 +29,15 @@ import numpy.typing as npt
 
 from sidecar.mirror import kernels
 from sidecar.mirror.conf import SchedulerConf
+from sidecar.mirror.domainrules import DomainRule, domain_rules
 from sidecar.mirror.explain import group_reasons
 from sidecar.mirror.interpod import InterPodAffinity
 from sidecar.mirror.nodechecks import NodeChecks
 from sidecar.mirror.podindex import PodIndex
 from sidecar.mirror.selectors import NodeLabels
 from sidecar.mirror.simulation import Simulation, ports_conflict, task_ports
-from sidecar.mirror.spread import SpreadRule, TopologySpread
-from sidecar.mirror.types import I8, P_OK, S_OK, T_OK, Evaluation, FilterResult, Mask, Subject, task_subject
+from sidecar.mirror.spread import TopologySpread
+from sidecar.mirror.types import I8, P_OK, S_OK, T_OK, Evaluation, FilterResult, Mask, Subject
 from sidecar.snapshot.state import ClusterState
 
 _NO_BOOL: Mask = np.zeros(0, bool)
@@ -58,24 +59,23 @@ class Predicates:
         self.static = self.node_checks.static
         self.matching_tasks = self.index.matching_tasks
         self._pod_level: dict[tuple[int, str], bool] = {}  # (profile row, namespace) -> pod_level
+        self._domain_rules: dict[tuple[int, str], list[DomainRule] | None] = {}
 
-    def pod_level(self, subj: Subject, *, spread: bool = True) -> bool:
+    def pod_level(self, subj: Subject) -> bool:
         """Does the pod face checks beyond its node-only ones (its own affinity, spread or host
-        ports, or an existing pod's anti-affinity toward it)? ``spread=False``: other than its
-        topology spread constraints. A function of the profile and the namespace only, so cached
-        per pair for the snapshot's profiles."""
-        prof = subj.profile
-        if spread and prof.topology_spread_constraints:
-            return True
+        ports, or an existing pod's anti-affinity toward it)? A function of the profile and the
+        namespace only, so cached per pair for the snapshot's profiles."""
         key = (subj.profile_index, subj.namespace) if subj.profile_index is not None else None
         if key is not None:
             hit = self._pod_level.get(key)
             if hit is not None:
                 return hit
+        prof = subj.profile
         index = self.index
         answer = bool(
             prof.pod_affinity
             or prof.pod_anti_affinity
+            or prof.topology_spread_constraints
             or task_ports(prof)
             or (index.anti_groups and index.anti_targets(subj))
         )
@@ -83,24 +83,16 @@ class Predicates:
             self._pod_level[key] = answer
         return answer
 
-    def pod_level_tasks(self, tasks: npt.NDArray[np.intp], *, spread: bool = True) -> npt.NDArray[np.bool_]:
-        """:meth:`pod_level` of each of the snapshot's ``tasks``, asked once per (profile, namespace)."""
-        state = self.state
-        pairs = state.task_profile[tasks].astype(np.int64) * max(len(state.namespaces), 1) + state.task_namespace[tasks]
-        uniq, first, inverse = np.unique(pairs, return_index=True, return_inverse=True)
-        answers = np.array(
-            [self.pod_level(task_subject(state, t), spread=spread) for t in tasks[first].tolist()],
-            bool,
-        )
-        out: npt.NDArray[np.bool_] = answers[inverse.ravel()] if uniq.size else np.zeros(0, bool)
-        return out
-
-    def spread_rules(self, subj: Subject) -> tuple[Mask, list[SpreadRule]]:
-        """The DoNotSchedule topology spread rules the Filter checks for the pod (none when the
-        PodTopologySpread predicate is off), with the nodes whose pods count for them."""
-        if not (self.conf.predicate_on("PodTopologySpread") and subj.profile.topology_spread_constraints):
-            return np.zeros(0, bool), []
-        return self.spread.rules(subj)
+    def domain_rules(self, subj: Subject) -> list[DomainRule] | None:
+        """The pod's pod-level checks as per-domain counting rules (:mod:`domainrules`), or None
+        when one of them is not such a rule; cached per (profile row, namespace)."""
+        key = (subj.profile_index, subj.namespace) if subj.profile_index is not None else None
+        if key is not None and key in self._domain_rules:
+            return self._domain_rules[key]
+        rules = domain_rules(self, subj)
+        if key is not None:
+            self._domain_rules[key] = rules
+        return rules
 
     def filter(
         self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp] | None = None, *, explain: bool = True

@@ -9,12 +9,13 @@ Two forms of the one search:
 
 * :class:`Search` -- any pod: feasibility is the mirror's full Filter on the Simulation (affinity,
   spread and host ports read where other pods sit), placements are Simulation moves.
-* :func:`place_pods` -- pods with node-level constraints only (resources, pod count, the
-  node-only checks): nothing but the moving pods' own rows changes feasibility, so the whole
-  search runs in one pass of the Cython kernel ``ext/receivers.pyx`` over the ledger arrays,
-  overlaying the rows of nodes it places on and writing nothing the caller owns.
+* :func:`place_pods` -- pods whose pod-level checks are all domain rules (topology spread,
+  required anti-affinity: :mod:`sidecar.mirror.domainrules`) or none: feasibility then depends on
+  the moving pods' own rows and a few per-domain counts, so the whole search runs in one pass of
+  the Cython kernel ``ext/receivers.pyx`` over the ledger arrays, overlaying the rows of nodes it
+  places on and counting its placements per rule, writing nothing the caller owns.
   :func:`place_pods_twin` is the loop that specifies it; :class:`NodeLevelPods` prepares what it
-  reads for every candidate whose pods are all such pods.
+  reads for every candidate whose pods are all such pods (pod affinity and host ports are not).
 
 tests/test_search.py checks the kernel against the twin on random inputs, the twin against
 :class:`Search` on the same Simulation, and whole plans with and without the kernel.
@@ -32,8 +33,8 @@ import numpy.typing as npt
 
 from sidecar import dispatch
 from sidecar.mirror.core import Mirror
+from sidecar.mirror.domainrules import DomainRule
 from sidecar.mirror.simulation import Simulation
-from sidecar.mirror.spread import SpreadRule, domain_counts
 from sidecar.mirror.types import Subject, task_subject
 from sidecar.repack.candidates import CandidatePods
 from sidecar.repack.receivers import Receivers, key
@@ -107,17 +108,17 @@ class PodsInput:
     rank: I64  # node-name rank
     goal: int
     budget: int = PLACEMENT_BUDGET
-    spread: SpreadInput | None = None  # the pods' PodTopologySpread rules
+    rules: RulesInput | None = None  # the pods' domain rules (spread, anti-affinity)
 
 
 @dataclass(frozen=True, slots=True)
-class SpreadInput:
-    """The DoNotSchedule topology spread rules of one candidate's pods (R rules, T pods), as the
-    mirror's PodTopologySpread filter would read them with the candidate's pods evicted. Per rule
-    its pods per domain (``counts[count_off[r]:count_off[r + 1]]``, scratch to the kernel, restored),
-    each node's domain (-1: no key), the domains whose minimum the skew is measured from, the nodes
-    whose pods count and the rule's own numbers; per pod which rules match it (its placement
-    counts for them) and which rules it must satisfy."""
+class RulesInput:
+    """The domain rules (:mod:`sidecar.mirror.domainrules`: topology spread, required
+    anti-affinity) of one candidate's pods, R rules and T pods, counted on the Simulation with the
+    candidate's pods evicted. Per rule its pods per domain (``counts[count_off[r]:count_off[r + 1]]``,
+    scratch to the kernel, restored), each node's domain (-1: no key), the domains whose minimum
+    the skew is measured from, the nodes whose pods count and the rule's numbers; per pod which
+    rules count it (where it lands) and which rules it must satisfy."""
 
     counts: I64
     count_off: Nodes  # [R + 1]
@@ -125,9 +126,10 @@ class SpreadInput:
     domains: npt.NDArray[np.int32]
     domain_off: Nodes  # [R + 1]
     eligible: U8  # [R, N]
-    self_match: I64  # [R] 1 when the rule's owner matches its own selector
+    self_match: I64  # [R] 1 when the pod counts in its own domain
     max_skew: I64  # [R]
-    zero_min: U8  # [R] fewer domains than minDomains: the minimum is 0
+    zero_min: U8  # [R] the minimum is 0
+    missing_ok: U8  # [R] a node without the key passes
     member: U8  # [T, R]
     pod_rules: Nodes
     pod_rule_off: Nodes  # [T + 1] pod k satisfies rules pod_rules[pod_rule_off[k]:pod_rule_off[k + 1]]
@@ -138,21 +140,23 @@ def place_pods_twin(inp: PodsInput, stuck: set[int] | None = None) -> list[int] 
     passing its node-only checks, pod count and resource fit on the rows as earlier placements
     left them, taken in key order; a placement adds the request to the node's Used and recomputes
     FutureIdle exactly as the Simulation does. The receivers, or None when the budget or the
-    receivers run out. With ``spread``, a node must also give each of the pod's rules a domain
-    with skew (its count, plus the pod when it matches itself, minus the rule's minimum over its
-    domains) within maxSkew, and a placement counts for every rule matching the pod whose nodes
-    count there. The inputs are left as they were; ``stuck`` collects the pods (positions) that
-    found no receiver at all at some point."""
+    receivers run out. With ``rules``, a node must also give each of the pod's rules a domain
+    (or lack the key where the rule allows it) with skew -- its count, plus the pod when it counts
+    in its own domain, minus the rule's minimum over its domains -- within maxSkew; a placement
+    counts for every rule counting the pod whose nodes count there. The inputs are left as they
+    were; ``stuck`` collects the pods (positions) that found no receiver at all at some point."""
     overlay: dict[int, list[tuple[F64, F64, int]]] = {}  # node -> (used, future, count) per placement
-    sp = inp.spread
+    sp = inp.rules
     counts = [sp.counts[sp.count_off[r] : sp.count_off[r + 1]].copy() for r in range(sp.self_match.size)] if sp else []
 
-    def spread_ok(k: int, n: int) -> bool:
+    def rules_ok(k: int, n: int) -> bool:
         if sp is None:
             return True
         for r in sp.pod_rules[sp.pod_rule_off[k] : sp.pod_rule_off[k + 1]].tolist():
             code = int(sp.codes[r, n])
             if code < 0:
+                if sp.missing_ok[r]:
+                    continue
                 return False
             doms = sp.domains[sp.domain_off[r] : sp.domain_off[r + 1]]
             low = 0 if sp.zero_min[r] or doms.size == 0 else int(counts[r][doms].min())
@@ -178,7 +182,7 @@ def place_pods_twin(inp: PodsInput, stuck: set[int] | None = None) -> list[int] 
         if not inp.allowed[n] or not inp.static_ok[inp.static_row[k], n] or count >= inp.pod_cap[n]:
             return False
         dims = np.flatnonzero(inp.fit[k])
-        return not any(inp.req[k, d] - future[d] >= TOLERANCE for d in dims) and spread_ok(k, n)
+        return not any(inp.req[k, d] - future[d] >= TOLERANCE for d in dims) and rules_ok(k, n)
 
     n_pods, budget = inp.req.shape[0], inp.budget
     targets: list[int] = []
@@ -213,9 +217,9 @@ def place_pods(inp: PodsInput, stuck: set[int] | None = None) -> list[int] | Non
     """:func:`place_pods_twin`'s answer, from the kernel when it is built."""
     if dispatch.mode(_K) != "kernel":
         return place_pods_twin(inp, stuck)
-    spread = dataclasses.replace(inp.spread, counts=inp.spread.counts.copy()) if inp.spread else None
+    rules = dataclasses.replace(inp.rules, counts=inp.rules.counts.copy()) if inp.rules else None
     kernel = _kernel(inp, inp.req.shape[0])
-    targets: list[int] | None = kernel.place(0, inp.req.shape[0], inp.budget, spread)
+    targets: list[int] | None = kernel.place(0, inp.req.shape[0], inp.budget, rules)
     if stuck is not None:
         stuck.update(kernel.stuck(inp.req.shape[0]))
     return targets
@@ -257,19 +261,25 @@ def _kernel(inp: PodsInput, max_pods: int) -> Any:
 
 
 class NodeLevelPods:
-    """The candidates whose pods face no pod-level check but topology spread, and
-    :func:`place_pods` bound to one planning loop's arrays (the Simulation's rows and the receiver
-    state, read live); a candidate's spread rules are read from the Simulation at each try."""
+    """The candidates whose pods' pod-level checks are all domain rules (spread, anti-affinity)
+    or none, and :func:`place_pods` bound to one planning loop's arrays (the Simulation's rows and
+    the receiver state, read live); a candidate's rules are counted on the Simulation at its try."""
 
     def __init__(self, mirror: Mirror, pods: CandidatePods, sim: Simulation, receivers: Receivers) -> None:
         state, checks = mirror.state, mirror.predicates
         self.mirror, self.sim, self.pods = mirror, sim, pods
         req = np.ascontiguousarray(state.task_req[pods.pods])
         sizes = np.diff(pods.bounds)
-        other = checks.pod_level_tasks(pods.pods, spread=False)  # affinity, ports, anti-affinity toward it
-        self.simple = (np.bincount(pods.cand[other], minlength=sizes.size) == 0) & (sizes > 0)
-        with_spread = checks.pod_level_tasks(pods.pods) & ~other
-        self.spread = np.bincount(pods.cand[with_spread], minlength=sizes.size) > 0
+        # each pod's rules, asked once per (profile, namespace)
+        pairs = state.task_profile[pods.pods].astype(np.int64) * max(len(state.namespaces), 1)
+        pairs += state.task_namespace[pods.pods]
+        _, first, inverse = np.unique(pairs, return_index=True, return_inverse=True)
+        per_pair = [checks.domain_rules(task_subject(state, t)) for t in pods.pods[first].tolist()]
+        self.rules: list[list[DomainRule] | None] = [per_pair[k] for k in inverse.ravel().tolist()]
+        unsupported = np.array([r is None for r in self.rules], bool)
+        with_rules = np.array([bool(r) for r in self.rules], bool)
+        self.simple = (np.bincount(pods.cand[unsupported], minlength=sizes.size) == 0) & (sizes > 0)
+        self.has_rules = np.bincount(pods.cand[with_rules], minlength=sizes.size) > 0
         self.inp = PodsInput(
             req,
             checks.node_checks.fit_mask(req),
@@ -294,50 +304,49 @@ class NodeLevelPods:
         """Receivers for candidate ``i``'s pods on the current rows, or None (then ``stuck`` gets
         the positions of its pods that found no receiver at all); nothing is changed."""
         a, b = int(self.pods.bounds[i]), int(self.pods.bounds[i + 1])
-        spread = self.spread_input(self.pods.pods[a:b]) if self.spread[i] else None
+        rules = self.rules_input(a, b) if self.has_rules[i] else None
         if self._search is not None:
-            targets: list[int] | None = self._search.place(a, b, PLACEMENT_BUDGET, spread)
+            targets: list[int] | None = self._search.place(a, b, PLACEMENT_BUDGET, rules)
             if targets is None and stuck is not None:
                 stuck.update(self._search.stuck(b - a))
             return targets
         inp = self.inp
-        part = dataclasses.replace(
-            inp, req=inp.req[a:b], fit=inp.fit[a:b], static_row=inp.static_row[a:b], spread=spread
-        )
-        return place_pods_twin(part, stuck)
+        part = dataclasses.replace(inp, req=inp.req[a:b], fit=inp.fit[a:b], static_row=inp.static_row[a:b])
+        return place_pods_twin(dataclasses.replace(part, rules=rules), stuck)
 
-    def spread_input(self, pods: Nodes) -> SpreadInput | None:
-        """The mirror's spread rules for ``pods`` (one candidate's), counted on the Simulation
-        with those pods evicted; None when they have none."""
-        state, checks, sim = self.mirror.state, self.mirror.predicates, self.sim
-        rules: list[SpreadRule] = []
-        eligible: list[npt.NDArray[np.bool_]] = []
-        index: dict[tuple[int, int, int], int] = {}  # (profile, namespace, constraint) -> rule
+    def rules_input(self, a: int, b: int) -> RulesInput | None:
+        """The domain rules of pods a..b-1 (one candidate's), counted on the Simulation with those
+        pods evicted; None when they have none."""
+        pods = self.pods.pods[a:b]
+        n_nodes = self.sim.state.n_nodes
+        rules: list[DomainRule] = []
+        index: dict[tuple[object, ...], int] = {}
         pod_rules: list[int] = []
         pod_rule_off = [0]
-        for t in pods.tolist():
-            prof, ns = int(state.task_profile[t]), int(state.task_namespace[t])
-            elig, own = checks.spread_rules(task_subject(state, t))
-            for j, rule in enumerate(own):
-                r = index.setdefault((prof, ns, j), len(rules))
+        for own in self.rules[a:b]:
+            for rule in own or ():
+                r = index.setdefault(rule.ident, len(rules))
                 if r == len(rules):
                     rules.append(rule)
-                    eligible.append(elig)
                 pod_rules.append(r)
             pod_rule_off.append(len(pod_rules))
         if not rules:
             return None
-        counts = [domain_counts(r, e, sim, pods) for r, e in zip(rules, eligible, strict=True)]
-        return SpreadInput(
-            counts=np.concatenate(counts).astype(np.int64),
+        counts = [r.counts(self.sim, pods) for r in rules]
+        ones = np.ones(n_nodes, bool)
+        return RulesInput(
+            counts=np.concatenate(counts),
             count_off=np.cumsum([0] + [c.size for c in counts]).astype(np.intp),
             codes=np.ascontiguousarray(np.stack([r.codes for r in rules]), np.int32),
             domains=np.concatenate([r.domains for r in rules]).astype(np.int32),
             domain_off=np.cumsum([0] + [r.domains.size for r in rules]).astype(np.intp),
-            eligible=np.ascontiguousarray(np.stack(eligible), np.uint8),
+            eligible=np.ascontiguousarray(
+                np.stack([r.eligible if r.eligible is not None else ones for r in rules]), np.uint8
+            ),
             self_match=np.array([r.self_match for r in rules], np.int64),
-            max_skew=np.array([r.constraint.max_skew for r in rules], np.int64),
-            zero_min=np.array([r.min_forced_zero for r in rules], np.uint8),
+            max_skew=np.array([r.max_skew for r in rules], np.int64),
+            zero_min=np.array([r.zero_min for r in rules], np.uint8),
+            missing_ok=np.array([r.missing_ok for r in rules], np.uint8),
             member=np.ascontiguousarray(np.stack([np.isin(pods, r.tasks) for r in rules], axis=1), np.uint8),
             pod_rules=np.array(pod_rules, np.intp),
             pod_rule_off=np.array(pod_rule_off, np.intp),

@@ -1,0 +1,105 @@
+"""Pod-level checks that count pods per topology domain, in the one form the planner's kernel reads.
+
+Two of the Filter's pod-level checks come down to counting, per value of a node label (a domain),
+the pods of some set placed there:
+
+* PodTopologySpread (spread.py), per DoNotSchedule constraint: a node fails when it lacks the key,
+  or when its domain's count plus one (if the pod matches its own selector) minus the minimum over
+  the eligible domains exceeds maxSkew. Only pods on eligible nodes count, releasing ones do not.
+* InterPodAffinity's required anti-affinity (interpod.py), the pod's own terms and every existing
+  pod's terms that select it: a node fails when its domain holds one of those pods (releasing ones
+  included); a node without the key passes.
+
+So both are one rule, "count + self - min > maxSkew fails", with anti-affinity as maxSkew 0 and a
+minimum of 0. Pod affinity and host ports are not counts of this kind: a pod with either has no
+rules (None) and is planned with the Filter itself. The Filter stays the reference; the planner's
+kernel is checked against it on real states (tests/test_search.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar.mirror.simulation import Simulation, task_ports
+from sidecar.mirror.types import Mask, Subject
+from sidecar.snapshot.taskstatus import RELEASING
+
+if TYPE_CHECKING:
+    from sidecar.mirror.predicates import Predicates
+
+I32 = npt.NDArray[np.int32]
+I64 = npt.NDArray[np.int64]
+Tasks = npt.NDArray[np.intp]
+
+
+@dataclass(frozen=True)
+class DomainRule:
+    ident: tuple[object, ...]  # pods sharing a rule share its identity (and its counts)
+    tasks: Tasks  # the pods that count, placed or not
+    codes: npt.NDArray[np.int32]  # each node's domain (-1: no key)
+    n_values: int
+    eligible: Mask | None  # nodes whose pods count (None: every node)
+    domains: npt.NDArray[np.int32]  # the domains the minimum is taken over
+    self_match: int  # the pod counts in its own domain
+    max_skew: int
+    zero_min: bool  # the minimum is 0 (anti-affinity; spread with fewer domains than minDomains)
+    missing_ok: bool  # a node without the key passes
+    include_releasing: bool
+
+    def counts(self, sim: Simulation, skip: Tasks) -> I64:
+        """The rule's pods per domain on the Simulation, without ``skip`` (pods as if evicted)."""
+        tasks = self.tasks[~np.isin(self.tasks, skip)] if skip.size else self.tasks
+        keep = sim.on_node()[tasks]
+        if not self.include_releasing:
+            keep &= sim.status[tasks] != RELEASING
+        tasks = tasks[keep]
+        if self.eligible is not None:
+            tasks = tasks[self.eligible[sim.node_of[tasks]]]
+        codes = self.codes[sim.node_of[tasks]]
+        return np.bincount(codes[codes >= 0], minlength=max(self.n_values, 1)).astype(np.int64)
+
+
+def domain_rules(p: Predicates, subj: Subject) -> list[DomainRule] | None:
+    """Every pod-level check of ``subj`` as domain rules, or None when it has one that is not."""
+    prof, conf = subj.profile, p.conf
+    if prof.pod_affinity or task_ports(prof):
+        return None
+    rules: list[DomainRule] = []
+    key = (subj.profile_index, subj.namespace)
+    if conf.predicate_on("PodTopologySpread") and prof.topology_spread_constraints:
+        eligible, spread = p.spread.rules(subj)
+        for j, r in enumerate(spread):
+            rules.append(
+                DomainRule(
+                    ("spread", *key, j),
+                    r.tasks,
+                    r.codes,
+                    r.n_values,
+                    eligible,
+                    r.domains.astype(np.int32),
+                    r.self_match,
+                    r.constraint.max_skew,
+                    r.min_forced_zero,
+                    False,
+                    False,
+                )
+            )
+    if not conf.predicate_on("InterPodAffinity"):
+        return rules
+    index, none = p.index, np.zeros(0, np.int32)
+    for j, term in enumerate(prof.pod_anti_affinity):
+        t = p.interpod.term(term, subj.namespace)
+        codes, values, _ = p.labels.column(t.key)
+        tasks = index.matching_tasks(t.selector, t.namespaces)
+        rules.append(DomainRule(("anti", *key, j), tasks, codes, len(values), None, none, 0, 0, True, True, True))
+    for g, topology in index.anti_targets(subj) if index.anti_groups else []:
+        codes, values, _ = p.labels.column(topology)
+        members = index.anti_groups[g][2]
+        rules.append(
+            DomainRule(("group", g, topology), members, codes, len(values), None, none, 0, 0, True, True, True)
+        )
+    return rules
