@@ -39,7 +39,7 @@ Tasks = npt.NDArray[np.intp]
 @dataclass(frozen=True)
 class DomainRule:
     ident: tuple[object, ...]  # pods sharing a rule share its identity (and its counts)
-    tasks: Tasks  # the pods that count, placed or not
+    tasks: Tasks  # the pods that count, placed or not (ascending)
     codes: npt.NDArray[np.int32]  # each node's domain (-1: no key)
     n_values: int
     eligible: Mask | None  # nodes whose pods count (None: every node)
@@ -51,8 +51,23 @@ class DomainRule:
     include_releasing: bool
 
     def counts(self, sim: Simulation, skip: Tasks) -> I64:
-        """The rule's pods per domain on the Simulation, without ``skip`` (pods as if evicted)."""
-        tasks = self.tasks[~np.isin(self.tasks, skip)] if skip.size else self.tasks
+        """The rule's pods per domain on the Simulation, without ``skip`` (pods as if evicted):
+        all of them, less those of ``skip`` that count (integers, so exactly)."""
+        counts = self._count(self.tasks, sim)
+        gone = skip[self.contains(skip)]
+        if gone.size:
+            counts -= self._count(gone, sim)
+        return counts
+
+    def contains(self, tasks: Tasks) -> npt.NDArray[np.bool_]:
+        """Which of ``tasks`` the rule counts (``self.tasks`` is ascending)."""
+        if not self.tasks.size:
+            return np.zeros(tasks.size, bool)
+        at = np.minimum(np.searchsorted(self.tasks, tasks), self.tasks.size - 1)
+        found: npt.NDArray[np.bool_] = self.tasks[at] == tasks
+        return found
+
+    def _count(self, tasks: Tasks, sim: Simulation) -> I64:
         keep = sim.on_node()[tasks]
         if not self.include_releasing:
             keep &= sim.status[tasks] != RELEASING

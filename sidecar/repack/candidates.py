@@ -19,7 +19,7 @@ import numpy.typing as npt
 from sidecar import dispatch
 from sidecar.mirror.predicates import Predicates
 from sidecar.mirror.types import S_OK
-from sidecar.repack.cost import GangState, GroupMoves, initial_deltas, marginal
+from sidecar.repack.cost import GangState, GroupMoves, Pairs, initial_deltas, marginal, marginal_many, weighted
 from sidecar.repack.fragmentation import Fragmentation, fragmentation, holding_mask
 from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
@@ -241,13 +241,14 @@ class CandidateTable:
         self.retry_at = np.zeros(len(cands), np.int64)  # tried again once this many nodes are freed
         # [5, C] marginal cost: dimension-major, so per-dimension min/max are contiguous reductions
         self.delta = initial_deltas(gang, cands)
+        self.pairs = Pairs.build(gang, cands)  # for re-costing neighbours in one pass (trial)
         #: told which candidates' ``delta`` columns were rewritten (the round's scores follow them)
         self.on_delta: Callable[[list[int]], None] | None = None
         self.weights = np.asarray(spec.weights.as_tuple(), np.float64)
         #: [N] receiver rule 3: each candidate's weighted marginal cost of emptying it on top of the
         #: plan so far (during a try, on top of the tried candidate too); 0 for other nodes
         self.node_cost = np.zeros(state.n_nodes)
-        self.node_cost[self.node] = self.weights @ self.delta
+        self.node_cost[self.node] = weighted(self.weights, self.delta)
         self.by_group: dict[int, list[int]] = {}  # PodGroup -> candidates moving its pods
         for i, c in enumerate(cands):
             for m in c.groups:
@@ -292,11 +293,14 @@ class CandidateTable:
         others = self.neighbours(i)
         if not others:
             return Trial(others, np.zeros((5, 0)), np.zeros(0))
+        idx = np.array(others, np.intp)
         with gang.trial(self.cands[i].groups):
-            deltas = np.array([marginal(gang, self.cands[j].groups) for j in others]).T
+            deltas = marginal_many(gang, self.pairs, idx)
+            for k in np.flatnonzero(self.pairs.roles[idx]).tolist():  # per-role minimums: the general rule
+                deltas[:, k] = marginal(gang, self.cands[others[k]].groups)
         nodes = self.node[others]
         old = self.node_cost[nodes]
-        self.node_cost[nodes] = self.weights @ deltas
+        self.node_cost[nodes] = weighted(self.weights, deltas)
         return Trial(others, deltas, old)
 
     def settle(self, trial: Trial, joined: bool) -> None:

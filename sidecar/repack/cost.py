@@ -49,6 +49,10 @@ class GangState:
         self._usage: list[float] = self.usage.astype(np.float64).tolist()
         self._moves = [0] * len(self.running)
         self._cards = [0.0] * len(self.running)
+        # the same values as arrays, for marginal_many (kept with the lists, trials included)
+        self._moves_a = np.zeros(len(self.running), np.int64)
+        self._cards_a = np.zeros(len(self.running))
+        self._safe_a = np.maximum(self.running - self.min_member, 0).astype(np.int64)
 
     @classmethod
     def build(cls, state: ClusterState, goal: int, holds: npt.NDArray[np.bool_]) -> GangState:
@@ -93,6 +97,8 @@ class GangState:
         self.cards[g] += cards
         self._moves[g] += moves
         self._cards[g] += cards
+        self._moves_a[g] = self._moves[g]
+        self._cards_a[g] = self._cards[g]
         if roles:
             self.role_moves[g].update(roles)
 
@@ -104,6 +110,8 @@ class GangState:
         for m in groups:
             self._moves[m.group] += m.pods
             self._cards[m.group] += m.cards
+            self._moves_a[m.group] = self._moves[m.group]
+            self._cards_a[m.group] = self._cards[m.group]
             if m.roles:
                 self.role_moves[m.group] = self.role_moves[m.group] + m.roles
         try:
@@ -111,6 +119,7 @@ class GangState:
         finally:
             for g, moves, cards, roles in reversed(saved):
                 self._moves[g], self._cards[g] = moves, cards
+                self._moves_a[g], self._cards_a[g] = moves, cards
                 if roles is not None:
                     self.role_moves[g] = roles
 
@@ -164,6 +173,53 @@ def marginal(gang: GangState, groups: list[GroupMoves]) -> npt.NDArray[np.float6
     return np.array([workloads, below, affected, cards, pods], np.float64)
 
 
+@dataclass(frozen=True)
+class Pairs:
+    """Every candidate's (PodGroup, pods, cards) moves, flattened in candidate and group order."""
+
+    start: npt.NDArray[np.intp]  # [C + 1] candidate i's pairs are start[i]:start[i + 1]
+    group: npt.NDArray[np.intp]
+    pods: npt.NDArray[np.int64]
+    cards: npt.NDArray[np.float64]
+    roles: npt.NDArray[np.bool_]  # [C] some group of the candidate has per-role minimums
+
+    @classmethod
+    def build(cls, gang: GangState, candidates: Sequence[HasGroups]) -> Pairs:
+        moves = [m for c in candidates for m in c.groups]
+        start = np.zeros(len(candidates) + 1, np.intp)
+        np.cumsum([len(c.groups) for c in candidates], out=start[1:])
+        roles = np.array([any(gang.role_min[m.group] for m in c.groups) for c in candidates], bool)
+        return cls(
+            start,
+            np.array([m.group for m in moves], np.intp),
+            np.array([m.pods for m in moves], np.int64),
+            np.array([m.cards for m in moves], np.float64),
+            roles.reshape(len(candidates)),
+        )
+
+
+def marginal_many(gang: GangState, pairs: Pairs, cands: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+    """:func:`marginal` of many candidates at once, ``[5, len(cands)]``, for candidates without
+    per-role minimums: the same comparisons per (candidate, group), summed per candidate in group
+    order (bincount adds in input order, as marginal's loop does)."""
+    lo, hi = pairs.start[cands], pairs.start[cands + 1]
+    sizes = hi - lo
+    owner = np.repeat(np.arange(cands.size), sizes)
+    at = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes) + np.repeat(lo, sizes)
+    g, pods, cards = pairs.group[at], pairs.pods[at], pairs.cards[at]
+    moved, taken, safe, usage = gang._moves_a[g], gang._cards_a[g], gang._safe_a[g], gang.usage[g]
+    was_below, now_below = moved > safe, moved + pods > safe
+    affected = np.where(now_below, usage, taken + cards) - np.where(was_below, usage, taken)
+    n = cands.size
+    out = np.empty((5, n))
+    out[0] = np.bincount(owner, weights=(moved == 0).astype(np.float64), minlength=n)
+    out[1] = np.bincount(owner, weights=(now_below & ~was_below).astype(np.float64), minlength=n)
+    out[2] = np.bincount(owner, weights=affected, minlength=n)
+    out[3] = np.bincount(owner, weights=cards, minlength=n)
+    out[4] = np.bincount(owner, weights=pods.astype(np.float64), minlength=n)
+    return out
+
+
 def initial_deltas(gang: GangState, candidates: Sequence[HasGroups]) -> npt.NDArray[np.float64]:
     """marginal() of every candidate against the empty plan, vectorised: ``[5, C]``."""
     pair_cand = np.array([i for i, c in enumerate(candidates) for _ in c.groups], np.intp)
@@ -188,6 +244,15 @@ def initial_deltas(gang: GangState, candidates: Sequence[HasGroups]) -> npt.NDAr
     out[2] = np.bincount(pair_cand, weights=affected, minlength=n)
     out[3] = np.bincount(pair_cand, weights=cards, minlength=n)
     out[4] = np.bincount(pair_cand, weights=pods.astype(np.float64), minlength=n)
+    return out
+
+
+def weighted(weights: npt.NDArray[np.float64], deltas: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """sum_d weights[d] * deltas[d] per column of ``[5, k]``, term by term in dimension order: the
+    same bits whatever the array's layout (a BLAS dot product may sum in another order)."""
+    out: npt.NDArray[np.float64] = weights[0] * deltas[0]
+    for d in range(1, deltas.shape[0]):
+        out = out + weights[d] * deltas[d]
     return out
 
 

@@ -347,7 +347,7 @@ class NodeLevelPods:
             max_skew=np.array([r.max_skew for r in rules], np.int64),
             zero_min=np.array([r.zero_min for r in rules], np.uint8),
             missing_ok=np.array([r.missing_ok for r in rules], np.uint8),
-            member=np.ascontiguousarray(np.stack([np.isin(pods, r.tasks) for r in rules], axis=1), np.uint8),
+            member=np.ascontiguousarray(np.stack([r.contains(pods) for r in rules], axis=1), np.uint8),
             pod_rules=np.array(pod_rules, np.intp),
             pod_rule_off=np.array(pod_rule_off, np.intp),
         )
