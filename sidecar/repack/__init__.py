@@ -6,7 +6,11 @@
 * ``candidates.py``: which nodes may be emptied, and why the others may not.
 * ``cost.py``: gang-aware interruption cost, its five dimensions and their normalisation.
 * ``receivers.py``: where a leaving pod goes (receiver rules 1-4; kernel ext/receivers.pyx).
+* ``search.py``: placing one candidate's pods, backtracking within a budget (the Filter-based
+  search, and the same search in one kernel pass for pods whose checks are domain rules).
+* ``ranking.py``: a round's candidate scores, kept from round to round (kernel ext/ranking.pyx).
 * ``limits.py``: maxPerRun budgets, PodDisruptionBudgets and the bulk capacity bound.
-* ``planner.py``: the incremental loop and the backtracking placement search.
+* ``planner.py``: the incremental loop.
+* ``exact.py``: ``planner.strategy: Exact`` (a MILP on small scopes).
 * ``status.py``: PlanResult -> RepackRun status.
 """

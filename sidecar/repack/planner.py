@@ -4,13 +4,14 @@ Each round (the guide's "Dynamically Selecting Targets to Empty"):
 
 1. every candidate node still in play (candidates.py) gets the marginal interruption cost of
    emptying it on top of the plan so far (cost.py), min-max normalised over the round's
-   candidates and weighted; candidates over a budget or a PodDisruptionBudget drop out (limits.py);
+   candidates and weighted (ranking.py keeps the scores from round to round); candidates over a
+   budget or a PodDisruptionBudget drop out (limits.py);
 2. candidates are tried in ascending cost (ties: more capacity freed, then name); a try removes
-   the node's goal-resource pods in the simulation and places them one by one (largest first)
-   on receivers in the guide's order (receivers.py), with the mirror core deciding feasibility on
-   the state that already holds every earlier move, backtracking over receiver choices within a
-   budget;
-3. the first candidate that fits joins the plan; the next round re-evaluates everything.
+   the node's goal-resource pods and places them one by one (largest first) on receivers in the
+   guide's order (receivers.py), on the state that already holds every earlier move, backtracking
+   over receiver choices within a budget (search.py: in one kernel pass when the pods' pod-level
+   checks are domain rules, else with the mirror core's Filter on the Simulation);
+3. the first candidate that fits joins the plan; the next round re-evaluates what changed.
 
 A candidate that fails on capacity, budget or a PodDisruptionBudget can never succeed later
 (receivers only fill up, the plan only grows) and is dropped; one that failed on pod-level
