@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.mirror.simulation import Simulation, task_ports
 from sidecar.mirror.types import Mask, Subject
 from sidecar.snapshot.taskstatus import RELEASING
@@ -78,10 +79,15 @@ class DomainRule:
         return np.bincount(codes[codes >= 0], minlength=max(self.n_values, 1)).astype(np.int64)
 
 
+def countable(profile: pb.TaskProfile) -> bool:
+    """Are all of a pod's pod-level checks domain rules (no pod affinity, no host ports)?"""
+    return not (profile.pod_affinity or task_ports(profile))
+
+
 def domain_rules(p: Predicates, subj: Subject) -> list[DomainRule] | None:
     """Every pod-level check of ``subj`` as domain rules, or None when it has one that is not."""
     prof, conf = subj.profile, p.conf
-    if prof.pod_affinity or task_ports(prof):
+    if not countable(prof):
         return None
     rules: list[DomainRule] = []
     key = (subj.profile_index, subj.namespace)

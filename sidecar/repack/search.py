@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar import dispatch
+from sidecar.mirror import domainrules
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.domainrules import DomainRule
 from sidecar.mirror.simulation import Simulation
@@ -270,16 +271,15 @@ class NodeLevelPods:
         self.mirror, self.sim, self.pods = mirror, sim, pods
         req = np.ascontiguousarray(state.task_req[pods.pods])
         sizes = np.diff(pods.bounds)
-        # each pod's rules, asked once per (profile, namespace)
-        pairs = state.task_profile[pods.pods].astype(np.int64) * max(len(state.namespaces), 1)
-        pairs += state.task_namespace[pods.pods]
-        _, first, inverse = np.unique(pairs, return_index=True, return_inverse=True)
-        per_pair = [checks.domain_rules(task_subject(state, t)) for t in pods.pods[first].tolist()]
-        self.rules: list[list[DomainRule] | None] = [per_pair[k] for k in inverse.ravel().tolist()]
-        unsupported = np.array([r is None for r in self.rules], bool)
-        with_rules = np.array([bool(r) for r in self.rules], bool)
+        # whether a pod's checks are all domain rules is a property of its profile; the rules
+        # themselves (per profile and namespace) are built when a candidate is first tried
+        profiles, inverse = np.unique(state.task_profile[pods.pods], return_inverse=True)
+        countable = np.array([domainrules.countable(state.profiles[p]) for p in profiles.tolist()], bool)
+        unsupported = ~countable[inverse.ravel()] if pods.pods.size else np.zeros(0, bool)
         self.simple = (np.bincount(pods.cand[unsupported], minlength=sizes.size) == 0) & (sizes > 0)
-        self.has_rules = np.bincount(pods.cand[with_rules], minlength=sizes.size) > 0
+        pair = state.task_profile[pods.pods].astype(np.int64) * max(len(state.namespaces), 1)
+        self._pair: list[int] = (pair + state.task_namespace[pods.pods]).tolist()
+        self._rules: dict[int, list[DomainRule]] = {}
         self.inp = PodsInput(
             req,
             checks.node_checks.fit_mask(req),
@@ -304,7 +304,7 @@ class NodeLevelPods:
         """Receivers for candidate ``i``'s pods on the current rows, or None (then ``stuck`` gets
         the positions of its pods that found no receiver at all); nothing is changed."""
         a, b = int(self.pods.bounds[i]), int(self.pods.bounds[i + 1])
-        rules = self.rules_input(a, b) if self.has_rules[i] else None
+        rules = self.rules_input(a, b)
         if self._search is not None:
             targets: list[int] | None = self._search.place(a, b, PLACEMENT_BUDGET, rules)
             if targets is None and stuck is not None:
@@ -313,6 +313,16 @@ class NodeLevelPods:
         inp = self.inp
         part = dataclasses.replace(inp, req=inp.req[a:b], fit=inp.fit[a:b], static_row=inp.static_row[a:b])
         return place_pods_twin(dataclasses.replace(part, rules=rules), stuck)
+
+    def _pod_rules(self, k: int) -> list[DomainRule]:
+        """Pod k's domain rules (it is in a simple candidate, so it has them, possibly none)."""
+        pair = self._pair[k]
+        rules = self._rules.get(pair)
+        if rules is None:
+            state = self.mirror.state
+            rules = self.mirror.predicates.domain_rules(task_subject(state, int(self.pods.pods[k]))) or []
+            self._rules[pair] = rules
+        return rules
 
     def rules_input(self, a: int, b: int) -> RulesInput | None:
         """The domain rules of pods a..b-1 (one candidate's), counted on the Simulation with those
@@ -323,8 +333,8 @@ class NodeLevelPods:
         index: dict[tuple[object, ...], int] = {}
         pod_rules: list[int] = []
         pod_rule_off = [0]
-        for own in self.rules[a:b]:
-            for rule in own or ():
+        for k in range(a, b):
+            for rule in self._pod_rules(k):
                 r = index.setdefault(rule.ident, len(rules))
                 if r == len(rules):
                     rules.append(rule)
