@@ -60,12 +60,18 @@ cdef class NodeSearch:
     """search.place_pods_twin over one planning loop's arrays, bound once: ``place(a, b, budget)``
     searches for pods a..b-1 of ``req``. The node arrays are the caller's live arrays (read, never
     written); the node-only checks come as each static row's passing nodes (``static_nodes``
-    between ``static_bounds``), so a pod scans only those; ``slot`` ([N], all -1) maps a node to the level whose placement overlays its rows and
-    is all -1 again on return."""
+    between ``static_bounds``), and of those a pod scans only the live ones: nodes still allowed
+    with room for the smallest goal request of the loop (``min_goal``). An allowed node's room only
+    shrinks and a node never becomes allowed again, so ``retire`` (called with the nodes a
+    committed move touched) drops a node for good. ``slot`` ([N], all -1) maps a node to the level
+    whose placement overlays its rows and is all -1 again on return."""
 
     cdef const double[:, ::1] req, alloc, used, releasing, pipelined, future
     cdef const uint8_t[:, ::1] fit
     cdef const Py_ssize_t[::1] static_row, static_nodes, static_bounds
+    cdef Py_ssize_t[::1] live_nodes, live_count
+    cdef Py_ssize_t[:, ::1] live_pos
+    cdef double min_goal
     cdef const int64_t[::1] pod_count, rank
     cdef const double[::1] pod_cap, cost
     cdef const uint8_t[::1] allowed, stays
@@ -99,6 +105,41 @@ cdef class NodeSearch:
         self.slot, self.ov_used, self.ov_future, self.ov_count = slot, ov_used, ov_future, ov_count
         self.prev_slot, self.targets = prev_slot, targets
         self.stuck_at = np.zeros(targets.shape[0], np.uint8)
+        # the smallest goal request among pods that all ask for it (else nothing is retired)
+        cdef Py_ssize_t p, j, s, n, n_rows = static_bounds.shape[0] - 1
+        self.min_goal = -np.inf
+        if req.shape[0] and all(fit[p, goal] for p in range(req.shape[0])):
+            self.min_goal = min(req[p, goal] for p in range(req.shape[0]))
+        self.live_nodes = np.array(static_nodes, np.intp)
+        self.live_count = np.zeros(n_rows, np.intp)
+        self.live_pos = np.full((n_rows, future.shape[0]), -1, np.intp)
+        for s in range(n_rows):
+            for j in range(static_bounds[s], static_bounds[s + 1]):
+                n = static_nodes[j]
+                if self._useful(n):
+                    self.live_nodes[static_bounds[s] + self.live_count[s]] = n
+                    self.live_pos[s, n] = self.live_count[s]
+                    self.live_count[s] += 1
+
+    cdef bint _useful(self, Py_ssize_t n) noexcept nogil:
+        return self.allowed[n] and not (self.min_goal - self.future[n, self.goal] >= self.tol)
+
+    def retire(self, nodes):
+        """Drop from the scan the ``nodes`` that can no longer take any pod of the loop."""
+        cdef Py_ssize_t n, s, at, last, moved
+        for n in nodes:
+            if self._useful(n):
+                continue
+            for s in range(self.live_count.shape[0]):
+                at = self.live_pos[s, n]
+                if at < 0:
+                    continue
+                last = self.live_count[s] - 1
+                moved = self.live_nodes[self.static_bounds[s] + last]
+                self.live_nodes[self.static_bounds[s] + at] = moved
+                self.live_pos[s, moved] = at
+                self.live_pos[s, n] = -1
+                self.live_count[s] = last
 
     def place(self, Py_ssize_t a, Py_ssize_t b, Py_ssize_t budget, spread=None):
         """The receivers of pods a..b-1 (a list), or None. ``spread`` (a search.RulesInput for
@@ -181,8 +222,10 @@ cdef class NodeSearch:
             if self.n_rules:
                 self._level_mins(k)
             # only the nodes passing the pod's node-only checks (static_ok's row, as node lists)
-            for j in range(self.static_bounds[self.static_row[p]], self.static_bounds[self.static_row[p] + 1]):
-                n = self.static_nodes[j]
+            # order does not matter: the key is a total order (the node rank breaks ties)
+            for j in range(self.static_bounds[self.static_row[p]],
+                           self.static_bounds[self.static_row[p]] + self.live_count[self.static_row[p]]):
+                n = self.live_nodes[j]
                 if not self.allowed[n]:
                     continue
                 # the goal dimension first: a goal pod requests it, and it rules most nodes out

@@ -275,3 +275,5 @@ class _Run:
         self.freed.append(c.node)
         self.receivers.stays[targets] = True
         self.table.emptied(i, targets)
+        if self.node_level is not None:
+            self.node_level.retire([c.node, *targets])

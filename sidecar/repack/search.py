@@ -300,6 +300,11 @@ class NodeLevelPods:
         )
         self._search = _kernel(self.inp, int(sizes.max(initial=0))) if dispatch.mode(_K) == "kernel" else None
 
+    def retire(self, nodes: list[int]) -> None:
+        """A committed move touched ``nodes``: the kernel stops scanning those now of no use."""
+        if self._search is not None:
+            self._search.retire(nodes)
+
     def place(self, i: int, stuck: set[int] | None = None) -> list[int] | None:
         """Receivers for candidate ``i``'s pods on the current rows, or None (then ``stuck`` gets
         the positions of its pods that found no receiver at all); nothing is changed."""
