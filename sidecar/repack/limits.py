@@ -120,16 +120,28 @@ class Budgets:
         and the guide's cost order (``scores``) among equals. Returns rank positions (lower first)."""
         table, touched = self.table, self.gang.moves > 0
         new = [frozenset(m.group for m in table.cands[i].groups if not touched[m.group]) for i in live.tolist()]
-        where = {i: k for k, i in enumerate(live.tolist())}
+        # A live candidate j sharing an untouched group g with k has g among its new groups, so
+        # j's new groups fit in k's exactly when j's are {g} (counted per group) or, for j with
+        # several, when the set test says so (only those are walked).
+        singles: Counter[int] = Counter(next(iter(g)) for g in new if len(g) == 1)
+        multi: dict[int, list[int]] = {}
+        for kj, groups in enumerate(new):
+            if len(groups) > 1:
+                for g in groups:
+                    multi.setdefault(g, []).append(kj)
         unlock = np.zeros(live.size)
         for k, groups in enumerate(new):
+            if len(groups) == 1:
+                unlock[k] = singles[next(iter(groups))] - 1  # the others with exactly this group
+                continue
+            total = sum(singles[g] for g in groups)
             seen: set[int] = set()
             for g in groups:
-                for j in table.by_group.get(g, ()):
-                    kj = where.get(j)
-                    if kj is not None and kj != k and kj not in seen:
+                for kj in multi.get(g, ()):
+                    if kj != k and kj not in seen:
                         seen.add(kj)
-                        unlock[k] += new[kj] <= groups
+                        total += new[kj] <= groups
+            unlock[k] = total
         spent = np.array([len(g) for g in new], np.float64)
         per_unit = (1.0 + unlock) / np.maximum(spent, 1.0)
         order = np.lexsort((table.tie_rank[live], scores, -per_unit, spent > 0))
