@@ -3,7 +3,7 @@
 CandidateTable.best are the specifications."""
 
 from libc.math cimport INFINITY
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint8_t
 
 
 def round_scores(const double[:, ::1] delta, const Py_ssize_t[::1] live, const double[::1] weights,
@@ -49,3 +49,19 @@ def pick(const double[::1] scores, const int64_t[::1] tie_rank, double tie):
                 if scores[i] <= low + tie and (best < 0 or tie_rank[i] < tie_rank[best]):
                     best = i
     return best
+
+
+def live_changes(const uint8_t[::1] alive, const int64_t[::1] retry_at, int64_t n_freed, uint8_t[::1] live,
+                 Py_ssize_t[::1] out):
+    """ranking.live_changes_twin in one pass: flips ``live`` to alive & retry_at <= n_freed and
+    writes the flipped candidates to ``out``; returns how many."""
+    cdef Py_ssize_t i, count = 0
+    cdef uint8_t now
+    with nogil:
+        for i in range(alive.shape[0]):
+            now = alive[i] and retry_at[i] <= n_freed
+            if now != live[i]:
+                live[i] = now
+                out[count] = i
+                count += 1
+    return count

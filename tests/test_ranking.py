@@ -66,21 +66,34 @@ def test_scores_rank_like_the_normalised_sum() -> None:
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_incremental_round_scores_equal_a_fresh_computation_every_round(data) -> None:  # type: ignore[no-untyped-def]
-    """Random rounds: candidates leave and re-enter play, some get new costs (few distinct values,
-    so extremes are shared, vanish and come back); each round equals round_scores bit for bit."""
+    """Random rounds: candidates die, wait for a retry and come back, some get new costs (few
+    distinct values, so extremes are shared, vanish and come back), some are skipped within a
+    round; each round equals round_scores over the candidates in play, bit for bit."""
     from sidecar.repack.ranking import RoundScores
 
     c = data.draw(st.integers(1, 30))
     values = st.sampled_from([0.0, 1.0, 2.0, 3.0, 1000.0, 2500.0])
     delta = data.draw(hnp.arrays(np.float64, (5, c), elements=values))
     weights = data.draw(hnp.arrays(np.float64, 5, elements=st.sampled_from([0.0, 1.0, 3.0])))
-    rounds = RoundScores(delta, weights)
-    for _ in range(data.draw(st.integers(1, 12))):
+    alive = np.ones(c, bool)
+    retry_at = np.zeros(c, np.int64)
+    rounds = RoundScores(delta, weights, alive, retry_at)
+    for n_freed in range(data.draw(st.integers(1, 12))):
         changed = data.draw(st.lists(st.integers(0, c - 1), max_size=c, unique=True))
         for i in changed:
             delta[:, i] = data.draw(hnp.arrays(np.float64, 5, elements=values))
         rounds.changed(changed)
-        live = data.draw(hnp.arrays(np.bool_, c))
-        got = rounds.round(live)
+        for i in data.draw(st.lists(st.integers(0, c - 1), max_size=3)):
+            if data.draw(st.booleans()):
+                alive[i] = False
+            else:
+                retry_at[i] = n_freed + data.draw(st.integers(0, 2))
+        mode = data.draw(st.sampled_from(["kernel", "twin"] if built else ["twin"]))
+        with dispatch.forced(mode):  # type: ignore[arg-type]
+            got = rounds.round(n_freed).copy()
+        live = alive & (retry_at <= n_freed)
         expected = cost.round_scores(delta, np.flatnonzero(live), weights)
         assert got.tobytes() == expected.tobytes()
+        assert rounds.n_live == int(live.sum())
+        for i in data.draw(st.lists(st.integers(0, c - 1), max_size=3, unique=True)):
+            rounds.skip(i)  # out for the rest of this round only

@@ -20,10 +20,12 @@ constraints (affinity, spread, ports), which moves can loosen, is retried after 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
@@ -133,6 +135,10 @@ class Planner:
         return prep
 
 
+def _blank(scores: npt.NDArray[np.float64], i: int) -> None:
+    scores[i] = np.inf
+
+
 def _better(a: PlanResult, b: PlanResult) -> bool:
     """More nodes freed; among equals fewer PodGroups below MinAvailable, then fewer cards moved."""
     _, a_below, _, a_cards, _ = a.gang.totals()
@@ -161,7 +167,7 @@ class _Run:
         # rule 3's costs are the table's, kept current by its trial/settle
         self.receivers = Receivers(planner.mirror, self.sim, goal, prep.pinned.copy(), self.table.node_cost, rank)
         self.budgets = Budgets(state, spec, prep.gang, self.table)
-        self.scores = RoundScores(self.table.delta, self.weights)
+        self.scores = RoundScores(self.table.delta, self.weights, self.table.alive, self.table.retry_at)
         self.table.on_delta = self.scores.changed
         self.budget_aware = budget_aware
         pods = CandidatePods.build(state, planner.mirror.predicates, prep.candidates)
@@ -180,13 +186,15 @@ class _Run:
                 self.check("planning")
             if self.budgets.limited:  # drops the candidates over a budget
                 self.budgets.within(table.in_play(len(self.freed)))
-            in_play = table.in_play_mask(len(self.freed))
-            if not in_play.any():
+            scores = self.scores.round(len(self.freed))  # [C], infinity outside the round
+            if self.scores.n_live == 0:
                 break
-            scores = self.scores.round(in_play)  # [C], infinity outside the round
-            if self.budget_aware:
-                live = np.flatnonzero(in_play)
+            skip = self.scores.skip  # out for the rest of the round
+            if self.budget_aware:  # ranks by value: a copy of this round's own
+                scores = scores.copy()
+                live = np.flatnonzero(self.scores.live)
                 scores[live] = self.budgets.value_order(live, scores[live])
+                skip = functools.partial(_blank, scores)
             chosen = -1
             while True:
                 best = table.best(scores)
@@ -195,14 +203,15 @@ class _Run:
                 if self._try(best):
                     chosen = best
                     break
-                scores[best] = np.inf
+                skip(best)
                 failures += 1
                 # Failures pile up as receivers fill: then prune, in bulk, what can no longer fit.
                 if failures >= PREFLIGHT_AFTER_FAILURES and preflight_at != len(self.freed):
                     preflight_at = len(self.freed)
                     failures = 0
                     self.preflight.prune(self.receivers.allowed, self.sim.future_idle()[:, self.goal])
-                    scores[~table.alive] = np.inf
+                    for i in np.flatnonzero(~table.alive & np.isfinite(scores)).tolist():
+                        skip(i)
             if chosen < 0:
                 break
         table.explain_rest()

@@ -15,11 +15,14 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from sidecar import dispatch
 from sidecar.repack.cost import round_scores
 
 F64 = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
 Indices = npt.NDArray[np.intp]
+
+_K = dispatch.load("sidecar.repack._ranking")
 
 
 class _Extremes:
@@ -47,43 +50,73 @@ class _Extremes:
             self.hi = max(self.counts) if self.counts else -np.inf
 
 
+def live_changes_twin(alive: Bools, retry_at: npt.NDArray[np.int64], n_freed: int, live: Bools) -> Indices:
+    """The candidates whose being in play (alive, and not waiting for a retry) differs from
+    ``live``, which is brought up to date in place."""
+    now = alive & (retry_at <= n_freed)
+    flipped: Indices = np.flatnonzero(now != live)
+    live[flipped] = now[flipped]
+    return flipped
+
+
+def live_changes(alive: Bools, retry_at: npt.NDArray[np.int64], n_freed: int, live: Bools) -> Indices:
+    if dispatch.mode(_K) != "kernel":
+        return live_changes_twin(alive, retry_at, n_freed, live)
+    out = np.empty(alive.size, np.intp)
+    count = _K.live_changes(alive.view(np.uint8), retry_at, n_freed, live.view(np.uint8), out)
+    return out[:count]
+
+
 class RoundScores:
-    """round_scores(delta, live, weights) for each round's ``live``, updated incrementally.
+    """round_scores(delta, live, weights) for each round's candidates in play, updated
+    incrementally: ``live`` follows the table's ``alive`` and ``retry_at`` (read live), and
+    :meth:`changed` names the candidates whose ``delta`` column was rewritten since the last round.
+    Within a round the caller takes candidates out with :meth:`skip`; the next round puts them
+    back before it looks at what changed."""
 
-    ``delta`` ([D, C], the candidate table's) is read live; :meth:`changed` names the candidates
-    whose column was rewritten since the last round."""
-
-    def __init__(self, delta: F64, weights: F64) -> None:
-        self.delta, self.weights = delta, weights
+    def __init__(self, delta: F64, weights: F64, alive: Bools, retry_at: npt.NDArray[np.int64]) -> None:
+        self.delta, self.weights, self.alive, self.retry_at = delta, weights, alive, retry_at
         self.live: Bools = np.zeros(delta.shape[1], bool)
+        self.n_live = 0
         self.counted = delta.copy()  # each live candidate's column as the extremes count it
         self.dims = [_Extremes(np.zeros(0)) for _ in range(delta.shape[0])]
         self.scores: F64 = np.full(delta.shape[1], np.inf)
         self.span: tuple[float, ...] | None = None
         self._dirty: set[int] = set()
+        self._skipped: list[tuple[int, float]] = []
 
     def changed(self, candidates: list[int]) -> None:
         self._dirty.update(candidates)
 
-    def round(self, live: Bools) -> F64:
-        """Scores for this round's candidates in play (``live``, [C]); infinity elsewhere. The
-        caller owns the returned copy."""
+    def skip(self, i: int) -> None:
+        """Leave candidate ``i`` out for the rest of this round."""
+        self._skipped.append((i, float(self.scores[i])))
+        self.scores[i] = np.inf
+
+    def round(self, n_freed: int) -> F64:
+        """Scores for this round's candidates in play; infinity elsewhere. The array is this
+        object's: read it, and leave candidates out with :meth:`skip` (or copy it)."""
+        for i, v in reversed(self._skipped):
+            self.scores[i] = v
+        self._skipped.clear()
         delta, counted = self.delta, self.counted
+        moved = live_changes(self.alive, self.retry_at, n_freed, self.live).tolist()
+        live = self.live
         if self.span is None:  # the first round counts everything at once
             self._dirty.clear()
             counted[:] = delta
             self.dims = [_Extremes(delta[d, live]) for d in range(delta.shape[0])]
-            self.live = live.copy()
+            self.n_live = int(live.sum())
             self.span = tuple(ext.hi - ext.lo for ext in self.dims)
             self.scores = round_scores(delta, np.flatnonzero(live), self.weights)
-            return self.scores.copy()
-        moved = np.flatnonzero(live != self.live).tolist()
-        was = self.live
-        dirty = [i for i in self._dirty if live[i] and was[i]]
+            return self.scores
+        leaving = [i for i in moved if not live[i]]
+        entering = [i for i in moved if live[i]]
+        moved_set = set(moved)
+        dirty = [i for i in self._dirty if live[i] and i not in moved_set]
         self._dirty.clear()
+        self.n_live += len(entering) - len(leaving)
         dims = self.dims
-        leaving = [i for i in moved if was[i]]
-        entering = [i for i in moved if not was[i]]
         for i in leaving:
             for ext, v in zip(dims, counted[:, i].tolist(), strict=True):
                 ext.remove(v)
@@ -99,7 +132,6 @@ class RoundScores:
                     ext.remove(u)
                     ext.add(v)
             counted[:, i] = column
-        self.live = live.copy()
         span = tuple(ext.hi - ext.lo for ext in self.dims)
         if span != self.span:
             self.span = span
@@ -110,7 +142,7 @@ class RoundScores:
                 scores[i] = np.inf
             for i in entering + dirty:
                 scores[i] = self._score(delta[:, i].tolist())
-        return self.scores.copy()
+        return self.scores
 
     def _score(self, column: list[float]) -> float:
         """round_scores' arithmetic for one candidate under the current spans (Python floats are
