@@ -84,7 +84,7 @@ cdef class NodeSearch:
     # one try's PodTopologySpread rules (search.RulesInput); n_rules = 0 without
     cdef Py_ssize_t n_rules
     cdef int64_t[::1] counts, self_match, max_skew, mins
-    cdef const Py_ssize_t[::1] count_off, domain_off, pod_rule_off, pod_rules
+    cdef const Py_ssize_t[::1] count_off, domain_off, pod_rule_off, pod_rules, code_row, eligible_row
     cdef const int32_t[:, ::1] codes
     cdef const int32_t[::1] domains
     cdef const uint8_t[:, ::1] eligible, member
@@ -150,6 +150,7 @@ cdef class NodeSearch:
         if spread is not None and spread.self_match.shape[0] > 0:
             self.counts, self.count_off = spread.counts, spread.count_off
             self.codes, self.domains, self.domain_off = spread.codes, spread.domains, spread.domain_off
+            self.code_row, self.eligible_row = spread.code_row, spread.eligible_row
             self.eligible, self.self_match, self.max_skew = spread.eligible, spread.self_match, spread.max_skew
             self.zero_min, self.missing_ok, self.member = spread.zero_min, spread.missing_ok, spread.member
             self.pod_rules, self.pod_rule_off = spread.pod_rules, spread.pod_rule_off
@@ -186,7 +187,7 @@ cdef class NodeSearch:
         cdef int32_t code
         for j in range(self.pod_rule_off[k], self.pod_rule_off[k + 1]):
             r = self.pod_rules[j]
-            code = self.codes[r, n]
+            code = self.codes[self.code_row[r], n]
             if code < 0:
                 if self.missing_ok[r]:
                     continue
@@ -200,8 +201,8 @@ cdef class NodeSearch:
         cdef Py_ssize_t r
         cdef int32_t code
         for r in range(self.n_rules):
-            code = self.codes[r, n]
-            if self.member[k, r] and self.eligible[r, n] and code >= 0:
+            code = self.codes[self.code_row[r], n]
+            if self.member[k, r] and self.eligible[self.eligible_row[r], n] and code >= 0:
                 self.counts[self.count_off[r] + code] += by
 
     cdef bint _search(self, Py_ssize_t a, Py_ssize_t b, Py_ssize_t budget) noexcept nogil:

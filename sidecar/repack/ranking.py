@@ -59,12 +59,15 @@ def live_changes_twin(alive: Bools, retry_at: npt.NDArray[np.int64], n_freed: in
     return flipped
 
 
-def live_changes(alive: Bools, retry_at: npt.NDArray[np.int64], n_freed: int, live: Bools) -> Indices:
+def live_changes(
+    alive: Bools, retry_at: npt.NDArray[np.int64], n_freed: int, live: Bools, out: Indices | None = None
+) -> Indices:
+    """:func:`live_changes_twin`, in one kernel pass when built (``out``: scratch of len(alive))."""
     if dispatch.mode(_K) != "kernel":
         return live_changes_twin(alive, retry_at, n_freed, live)
-    out = np.empty(alive.size, np.intp)
-    count = _K.live_changes(alive.view(np.uint8), retry_at, n_freed, live.view(np.uint8), out)
-    return out[:count]
+    buf = out if out is not None else np.empty(alive.size, np.intp)
+    count = _K.live_changes(alive.view(np.uint8), retry_at, n_freed, live.view(np.uint8), buf)
+    return buf[:count]
 
 
 class RoundScores:
@@ -84,6 +87,7 @@ class RoundScores:
         self.span: tuple[float, ...] | None = None
         self._dirty: set[int] = set()
         self._skipped: list[tuple[int, float]] = []
+        self._changes: Indices = np.empty(delta.shape[1], np.intp)
 
     def changed(self, candidates: list[int]) -> None:
         self._dirty.update(candidates)
@@ -100,7 +104,7 @@ class RoundScores:
             self.scores[i] = v
         self._skipped.clear()
         delta, counted = self.delta, self.counted
-        moved = live_changes(self.alive, self.retry_at, n_freed, self.live).tolist()
+        moved = live_changes(self.alive, self.retry_at, n_freed, self.live, self._changes).tolist()
         live = self.live
         if self.span is None:  # the first round counts everything at once
             self._dirty.clear()

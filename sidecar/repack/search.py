@@ -123,10 +123,12 @@ class RulesInput:
 
     counts: I64
     count_off: Nodes  # [R + 1]
-    codes: npt.NDArray[np.int32]  # [R, N]
+    codes: npt.NDArray[np.int32]  # [K, N] domain codes of the loop's topology keys
+    code_row: Nodes  # [R] each rule's row of codes
     domains: npt.NDArray[np.int32]
     domain_off: Nodes  # [R + 1]
-    eligible: U8  # [R, N]
+    eligible: U8  # [E, N] distinct masks of nodes whose pods count
+    eligible_row: Nodes  # [R] each rule's row of eligible
     self_match: I64  # [R] 1 when the pod counts in its own domain
     max_skew: I64  # [R]
     zero_min: U8  # [R] the minimum is 0
@@ -154,7 +156,7 @@ def place_pods_twin(inp: PodsInput, stuck: set[int] | None = None) -> list[int] 
         if sp is None:
             return True
         for r in sp.pod_rules[sp.pod_rule_off[k] : sp.pod_rule_off[k + 1]].tolist():
-            code = int(sp.codes[r, n])
+            code = int(sp.codes[sp.code_row[r], n])
             if code < 0:
                 if sp.missing_ok[r]:
                     continue
@@ -166,9 +168,12 @@ def place_pods_twin(inp: PodsInput, stuck: set[int] | None = None) -> list[int] 
         return True
 
     def tally(k: int, n: int, by: int) -> None:
-        for r in range(len(counts)) if sp else ():
-            if sp.member[k, r] and sp.eligible[r, n] and sp.codes[r, n] >= 0:  # type: ignore[union-attr]
-                counts[r][sp.codes[r, n]] += by  # type: ignore[union-attr]
+        if sp is None:
+            return
+        for r in range(len(counts)):
+            code = int(sp.codes[int(sp.code_row[r]), n])
+            if sp.member[k, r] and sp.eligible[int(sp.eligible_row[r]), n] and code >= 0:
+                counts[r][code] += by
 
     def rows(n: int) -> tuple[F64, F64, int]:
         stack = overlay.get(n)
@@ -261,6 +266,24 @@ def _kernel(inp: PodsInput, max_pods: int) -> Any:
     )
 
 
+class _Rows:
+    """Distinct per-node arrays stacked once each ([rows, N]); None stands for all ones."""
+
+    def __init__(self, n_nodes: int, dtype: type) -> None:
+        self.matrix: npt.NDArray[Any] = np.zeros((0, n_nodes), dtype)
+        self._index: dict[int, int] = {}
+        self._kept: list[object] = []  # the arrays whose id() keys the index stay alive
+
+    def row(self, values: npt.NDArray[Any] | None) -> int:
+        hit = self._index.get(id(values))
+        if hit is None:
+            full = np.ones(self.matrix.shape[1], bool) if values is None else values
+            self.matrix = np.ascontiguousarray(np.vstack([self.matrix, full.astype(self.matrix.dtype)]))
+            hit = self._index[id(values)] = self.matrix.shape[0] - 1
+            self._kept.append(values)
+        return hit
+
+
 class NodeLevelPods:
     """The candidates whose pods' pod-level checks are all domain rules (spread, anti-affinity)
     or none, and :func:`place_pods` bound to one planning loop's arrays (the Simulation's rows and
@@ -280,6 +303,10 @@ class NodeLevelPods:
         pair = state.task_profile[pods.pods].astype(np.int64) * max(len(state.namespaces), 1)
         self._pair: list[int] = (pair + state.task_namespace[pods.pods]).tolist()
         self._rules: dict[int, list[DomainRule]] = {}
+        # per-node rows the rules share (a topology key's codes, a set of counting nodes), each
+        # copied once into the matrix the kernel reads, not per try
+        self._codes = _Rows(state.n_nodes, np.int32)
+        self._eligible = _Rows(state.n_nodes, np.uint8)
         self.inp = PodsInput(
             req,
             checks.node_checks.fit_mask(req),
@@ -333,7 +360,6 @@ class NodeLevelPods:
         """The domain rules of pods a..b-1 (one candidate's), counted on the Simulation with those
         pods evicted; None when they have none."""
         pods = self.pods.pods[a:b]
-        n_nodes = self.sim.state.n_nodes
         rules: list[DomainRule] = []
         index: dict[tuple[object, ...], int] = {}
         pod_rules: list[int] = []
@@ -348,16 +374,17 @@ class NodeLevelPods:
         if not rules:
             return None
         counts = [r.counts(self.sim, pods) for r in rules]
-        ones = np.ones(n_nodes, bool)
+        code_row = np.array([self._codes.row(r.codes) for r in rules], np.intp)
+        eligible_row = np.array([self._eligible.row(r.eligible) for r in rules], np.intp)
         return RulesInput(
             counts=np.concatenate(counts),
             count_off=np.cumsum([0] + [c.size for c in counts]).astype(np.intp),
-            codes=np.ascontiguousarray(np.stack([r.codes for r in rules]), np.int32),
+            codes=self._codes.matrix,
+            code_row=code_row,
             domains=np.concatenate([r.domains for r in rules]).astype(np.int32),
             domain_off=np.cumsum([0] + [r.domains.size for r in rules]).astype(np.intp),
-            eligible=np.ascontiguousarray(
-                np.stack([r.eligible if r.eligible is not None else ones for r in rules]), np.uint8
-            ),
+            eligible=self._eligible.matrix,
+            eligible_row=eligible_row,
             self_match=np.array([r.self_match for r in rules], np.int64),
             max_skew=np.array([r.max_skew for r in rules], np.int64),
             zero_min=np.array([r.zero_min for r in rules], np.uint8),
