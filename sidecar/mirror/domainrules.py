@@ -51,14 +51,23 @@ class DomainRule:
     missing_ok: bool  # a node without the key passes
     include_releasing: bool
 
-    def counts(self, sim: Simulation, skip: Tasks) -> I64:
-        """The rule's pods per domain on the Simulation, without ``skip`` (pods as if evicted):
-        all of them, less those of ``skip`` that count (integers, so exactly)."""
-        counts = self._count(self.tasks, sim)
-        gone = skip[self.contains(skip)]
-        if gone.size:
-            counts -= self._count(gone, sim)
-        return counts
+    def domain_counts(self, sim: Simulation, skip: Tasks) -> tuple[I32, I64]:
+        """The domains holding the rule's pods (ascending) and how many each, without ``skip``
+        (pods as if evicted); sparse, as a rule's pods sit in few of a key's many domains."""
+        tasks = self.tasks
+        if skip.size:
+            gone = np.sort(skip)
+            at = np.minimum(np.searchsorted(gone, tasks), gone.size - 1)
+            tasks = tasks[gone[at] != tasks]
+        keep = sim.on_node()[tasks]
+        if not self.include_releasing:
+            keep &= sim.status[tasks] != RELEASING
+        tasks = tasks[keep]
+        if self.eligible is not None:
+            tasks = tasks[self.eligible[sim.node_of[tasks]]]
+        codes = self.codes[sim.node_of[tasks]]
+        domains, counts = np.unique(codes[codes >= 0], return_counts=True)
+        return domains.astype(np.int32), counts.astype(np.int64)
 
     def contains(self, tasks: Tasks) -> npt.NDArray[np.bool_]:
         """Which of ``tasks`` the rule counts (``self.tasks`` is ascending)."""
@@ -67,16 +76,6 @@ class DomainRule:
         at = np.minimum(np.searchsorted(self.tasks, tasks), self.tasks.size - 1)
         found: npt.NDArray[np.bool_] = self.tasks[at] == tasks
         return found
-
-    def _count(self, tasks: Tasks, sim: Simulation) -> I64:
-        keep = sim.on_node()[tasks]
-        if not self.include_releasing:
-            keep &= sim.status[tasks] != RELEASING
-        tasks = tasks[keep]
-        if self.eligible is not None:
-            tasks = tasks[self.eligible[sim.node_of[tasks]]]
-        codes = self.codes[sim.node_of[tasks]]
-        return np.bincount(codes[codes >= 0], minlength=max(self.n_values, 1)).astype(np.int64)
 
 
 def countable(profile: pb.TaskProfile) -> bool:

@@ -306,6 +306,8 @@ class NodeLevelPods:
         # per-node rows the rules share (a topology key's codes, a set of counting nodes), each
         # copied once into the matrix the kernel reads, not per try
         self._codes = _Rows(state.n_nodes, np.int32)
+        self._counts: I64 = np.zeros((0, 0), np.int64)  # rules' counts per domain, zero between tries
+        self._written: list[tuple[int, npt.NDArray[np.int32]]] = []
         self._eligible = _Rows(state.n_nodes, np.uint8)
         self.inp = PodsInput(
             req,
@@ -337,14 +339,19 @@ class NodeLevelPods:
         the positions of its pods that found no receiver at all); nothing is changed."""
         a, b = int(self.pods.bounds[i]), int(self.pods.bounds[i + 1])
         rules = self.rules_input(a, b)
-        if self._search is not None:
-            targets: list[int] | None = self._search.place(a, b, PLACEMENT_BUDGET, rules)
-            if targets is None and stuck is not None:
-                stuck.update(self._search.stuck(b - a))
-            return targets
-        inp = self.inp
-        part = dataclasses.replace(inp, req=inp.req[a:b], fit=inp.fit[a:b], static_row=inp.static_row[a:b])
-        return place_pods_twin(dataclasses.replace(part, rules=rules), stuck)
+        try:
+            if self._search is not None:
+                targets: list[int] | None = self._search.place(a, b, PLACEMENT_BUDGET, rules)
+                if targets is None and stuck is not None:
+                    stuck.update(self._search.stuck(b - a))
+                return targets
+            inp = self.inp
+            part = dataclasses.replace(inp, req=inp.req[a:b], fit=inp.fit[a:b], static_row=inp.static_row[a:b])
+            return place_pods_twin(dataclasses.replace(part, rules=rules), stuck)
+        finally:
+            for r, domains in self._written:  # the scratch is all zeros again
+                self._counts[r, domains] = 0
+            self._written.clear()
 
     def _pod_rules(self, k: int) -> list[DomainRule]:
         """Pod k's domain rules (it is in a simple candidate, so it has them, possibly none)."""
@@ -373,12 +380,22 @@ class NodeLevelPods:
             pod_rule_off.append(len(pod_rules))
         if not rules:
             return None
-        counts = [r.counts(self.sim, pods) for r in rules]
+        # each rule's counts go into its own row of a zeroed scratch, written and cleared sparsely
+        width = max(r.n_values for r in rules)
+        if self._counts.shape[0] < len(rules) or self._counts.shape[1] < width:
+            self._counts = np.zeros(
+                (max(len(rules), self._counts.shape[0]), max(width, self._counts.shape[1])), np.int64
+            )
+        scratch = self._counts
+        for r, rule in enumerate(rules):
+            domains, counts = rule.domain_counts(self.sim, pods)
+            scratch[r, domains] = counts
+            self._written.append((r, domains))
         code_row = np.array([self._codes.row(r.codes) for r in rules], np.intp)
         eligible_row = np.array([self._eligible.row(r.eligible) for r in rules], np.intp)
         return RulesInput(
-            counts=np.concatenate(counts),
-            count_off=np.cumsum([0] + [c.size for c in counts]).astype(np.intp),
+            counts=scratch.reshape(-1),
+            count_off=(np.arange(len(rules) + 1) * scratch.shape[1]).astype(np.intp),
             codes=self._codes.matrix,
             code_row=code_row,
             domains=np.concatenate([r.domains for r in rules]).astype(np.int32),
