@@ -34,8 +34,8 @@ def count_pdbs(state: ClusterState, candidates: list[Candidate], matching_tasks:
     if not state.pdbs or not candidates:
         return
     cand_of = np.full(len(state.task_name), -1, np.intp)
-    for i, c in enumerate(candidates):
-        cand_of[c.pods] = i
+    sizes = [c.pods.size for c in candidates]
+    cand_of[np.concatenate([c.pods for c in candidates])] = np.repeat(np.arange(len(candidates)), sizes)
     for p, pdb in enumerate(state.pdbs):
         if not pdb.HasField("selector"):
             continue
