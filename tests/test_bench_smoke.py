@@ -49,9 +49,11 @@ def test_quality_benchmark_runs_and_never_beats_the_optimum(capsys: pytest.Captu
 def test_planner_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     from bench import planner
 
-    assert planner.main(["--repeats", "1", "--sizes", "200", "--tenk-nodes", "300"]) == 0
+    args = ["--repeats", "1", "--sizes", "200,400", "--tenk-nodes", "300", "--pdbs", "20", "--no-traces"]
+    assert planner.main(args) == 0
     out = capsys.readouterr().out
     assert "curve" in out and "Plan with the snapshot inline" in out
+    assert "time per freed node" in out and out.count("✔") + out.count("✘") >= 3
 
 
 def test_baselines_and_judge_on_a_small_cluster() -> None:

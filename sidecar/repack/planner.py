@@ -34,9 +34,10 @@ from sidecar.repack.candidates import CandidatePods, CandidateTable, Outcome, Pr
 from sidecar.repack.cost import GangState
 from sidecar.repack.fragmentation import Fragmentation, fragmentation
 from sidecar.repack.limits import Budgets, Preflight, count_pdbs, pin_pdb_protected
+from sidecar.repack.nodelevel import NodeLevelPods
 from sidecar.repack.ranking import RoundScores
 from sidecar.repack.receivers import Receivers
-from sidecar.repack.search import NodeLevelPods, Search
+from sidecar.repack.search import Search
 from sidecar.repack.spec import RunSpec, require_provided_goal
 from sidecar.snapshot.state import ClusterState
 
