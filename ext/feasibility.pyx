@@ -47,6 +47,16 @@ def feasible_counts(const double[:, ::1] class_req, const uint8_t[:, ::1] class_
             counts[c] = total
 
 
+cdef inline Py_ssize_t _note(Py_ssize_t[::1] touched, Py_ssize_t n_touched, Py_ssize_t node) noexcept nogil:
+    """Add ``node`` to the first ``n_touched`` entries unless there; the new count."""
+    cdef Py_ssize_t j
+    for j in range(n_touched):
+        if touched[j] == node:
+            return n_touched
+    touched[n_touched] = node
+    return n_touched + 1
+
+
 def relocate(const Py_ssize_t[::1] tasks, const Py_ssize_t[::1] targets, const double[:, ::1] task_req,
              const double[:, ::1] alloc, double[:, ::1] used, double[:, ::1] releasing,
              double[:, ::1] pipelined, double[:, ::1] idle, double[:, ::1] future, int64_t[::1] pod_count,
@@ -55,7 +65,6 @@ def relocate(const Py_ssize_t[::1] tasks, const Py_ssize_t[::1] targets, const d
     """Simulation.relocate_twin's arithmetic on the ledger rows (the caller validated the tasks);
     ``touched`` is scratch for 2 x len(tasks) node ids."""
     cdef Py_ssize_t k, j, t, node, d, n_touched = 0, n_res = used.shape[1]
-    cdef bint seen
     with nogil:
         for k in range(tasks.shape[0]):
             t = tasks[k]
@@ -69,28 +78,14 @@ def relocate(const Py_ssize_t[::1] tasks, const Py_ssize_t[::1] targets, const d
                         if status[t] == releasing_code:
                             releasing[node, d] -= task_req[t, d]
                 pod_count[node] -= 1
-                seen = False
-                for j in range(n_touched):
-                    if touched[j] == node:
-                        seen = True
-                        break
-                if not seen:
-                    touched[n_touched] = node
-                    n_touched += 1
+                n_touched = _note(touched, n_touched, node)
             node_of[t] = -1
         for k in range(tasks.shape[0]):
             t, node = tasks[k], targets[k]
             for d in range(n_res):
                 used[node, d] += task_req[t, d]
             pod_count[node] += 1
-            seen = False
-            for j in range(n_touched):
-                if touched[j] == node:
-                    seen = True
-                    break
-            if not seen:
-                touched[n_touched] = node
-                n_touched += 1
+            n_touched = _note(touched, n_touched, node)
         for j in range(n_touched):
             node = touched[j]
             for d in range(n_res):

@@ -118,6 +118,16 @@ class Simulation:
         self.version += 1
         return undo
 
+    def _release(self, node: int, req: F64, status: int) -> None:
+        """A task's request leaves its node's rows (Pipelined or Used, Releasing too) and its slot."""
+        if status == PIPELINED:
+            self.pipelined[node] -= req
+        else:
+            self.used[node] -= req
+            if status == RELEASING:
+                self.releasing[node] -= req
+        self.pod_count[node] -= 1
+
     def remove(self, task: int) -> None:
         """Take a placed task off its node (an eviction): its resources and ports become free."""
         node = int(self.node_of[task])
@@ -129,14 +139,7 @@ class Simulation:
             self.node_of[task] = -1
             return
         self._save(task, [node])
-        req = self.state.task_req[task]
-        if status == PIPELINED:
-            self.pipelined[node] -= req
-        else:
-            self.used[node] -= req
-            if status == RELEASING:
-                self.releasing[node] -= req
-        self.pod_count[node] -= 1
+        self._release(node, self.state.task_req[task], status)
         self._refresh(node)
         ports = self._ports_of(task)
         if ports:
@@ -204,14 +207,7 @@ class Simulation:
         for t in tasks.tolist():
             node, status = int(self.node_of[t]), int(self.status[t])
             if self._on_node[t]:
-                req = state.task_req[t]
-                if status == PIPELINED:
-                    self.pipelined[node] -= req
-                else:
-                    self.used[node] -= req
-                    if status == RELEASING:
-                        self.releasing[node] -= req
-                self.pod_count[node] -= 1
+                self._release(node, state.task_req[t], status)
                 touched[node] = None
             self.node_of[t] = -1
         for t, node in zip(tasks.tolist(), targets, strict=True):
