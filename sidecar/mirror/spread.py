@@ -104,7 +104,7 @@ class TopologySpread:
             hit = self._static[key] = (eligible, np.unique(codes[eligible & (codes >= 0)]))
         return hit
 
-    def _rules(self, subj: Subject) -> tuple[Mask, list[SpreadRule]]:
+    def rules(self, subj: Subject) -> tuple[Mask, list[SpreadRule]]:
         """Everything in the filter that does not depend on where pods sit: eligible nodes and, per
         DoNotSchedule constraint, its selector's pods, the key's column, its domains and whether the
         pod matches itself. Cached per (profile row, namespace): the planner asks about the same few
@@ -140,7 +140,7 @@ class TopologySpread:
         """One T_* code per node of ``nodes`` (default all)."""
         idx = np.arange(self.state.n_nodes) if nodes is None else nodes
         code = np.zeros(idx.size, np.int8)
-        eligible, rules = self._rules(subj)
+        eligible, rules = self.rules(subj)
         if not rules:
             return code
         for r in rules:
@@ -153,22 +153,11 @@ class TopologySpread:
             code[(code == T_OK) & ~missing & (skew > r.constraint.max_skew)] = T_SKEW
         return code
 
-    def rules(self, subj: Subject) -> tuple[Mask, list[SpreadRule]]:
-        """The subject's DoNotSchedule rules and the nodes whose pods count for them."""
-        return self._rules(subj)
 
-
-def domain_counts(
-    r: SpreadRule, eligible: Mask, sim: Simulation, skip: int | npt.NDArray[np.intp] | None = None
-) -> npt.NDArray[np.int64]:
+def domain_counts(r: SpreadRule, eligible: Mask, sim: Simulation, skip: int | None) -> npt.NDArray[np.int64]:
     """Pods the rule's selector matches per domain: placed, not releasing, on a node whose pods
-    count (``eligible``), other than ``skip`` (the pod being placed, or a candidate's pods as if
-    evicted)."""
-    tasks = r.tasks
-    if isinstance(skip, (int, np.integer)):
-        tasks = tasks[tasks != skip]
-    elif skip is not None:
-        tasks = tasks[~np.isin(tasks, skip)]
+    count (``eligible``), other than the pod being placed (``skip``)."""
+    tasks = r.tasks if skip is None else r.tasks[r.tasks != skip]
     tasks = tasks[sim.on_node()[tasks] & (sim.status[tasks] != RELEASING)]
     tasks = tasks[eligible[sim.node_of[tasks]]]
     dom_of_task = r.codes[sim.node_of[tasks]]

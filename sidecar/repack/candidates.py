@@ -257,12 +257,8 @@ class CandidateTable:
         self.tie_rank = np.empty(len(cands), np.int64)
         self.tie_rank[np.lexsort((node_rank[self.node], -state.node_alloc[self.node, goal]))] = np.arange(len(cands))
 
-    def in_play_mask(self, n_freed: int) -> npt.NDArray[np.bool_]:
-        mask: npt.NDArray[np.bool_] = self.alive & (self.retry_at <= n_freed)
-        return mask
-
     def in_play(self, n_freed: int) -> npt.NDArray[np.intp]:
-        return np.flatnonzero(self.in_play_mask(n_freed))
+        return np.flatnonzero(self.alive & (self.retry_at <= n_freed))
 
     def best(self, scores: npt.NDArray[np.float64]) -> int:
         """The candidate with the lowest score ([C], infinity: out of the round); ties: more
