@@ -1,0 +1,5 @@
+import sys
+
+from tests.realcluster.launcher import main
+
+sys.exit(main())

@@ -1,0 +1,285 @@
+"""The user guide's Steps 1-7 with kubectl on the real control plane (etcd, kube-apiserver,
+kube-controller-manager, KWOK, Volcano's vc-controller-manager and vc-scheduler built from Go modules).
+
+The watcher runs as the shipped command (``repack-sidecar watch``) authenticated as the
+ServiceAccount ``manifests/rbac`` binds, so every request it makes is judged by the real RBAC
+authorizer; the API server's audit log is the record the RBAC test reads.
+
+The guide's example environment (Step 2) is built first, so that Step 1 has something to evaluate:
+three KWOK nodes with 4 NPUs each, the VCJob on ``ascend-node-01`` and the ModelServing's two
+ServingGroups on ``ascend-node-02``/``-03`` — the guide's fragmented picture (2 + 2 + 2 cards on
+three nodes). Volcano places the pods; balloon pods (bare pods bound to a node, as operators use to
+hold capacity) decide where there is room while each workload is applied, and leave afterwards —
+fragmentation left behind by departures, as in a real cluster. The steps run in order in one module.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.realcluster.fixtures import Watcher, items, jsonpath, real_cluster, wait_for
+from tests.realcluster.launcher import RealCluster
+from tests.realcluster.modelserving import CRD as MODELSERVING_CRD
+from tests.realcluster.modelserving import ModelServingDouble
+from tests.test_manifests_rbac import CLUSTER_GRANTS, LEASE_GRANTS
+
+__all__ = ["real_cluster"]
+ROOT = Path(__file__).resolve().parents[1]
+GUIDE = ROOT / "tests" / "realcluster" / "guide"
+DATA = ROOT / "sidecar" / "data"
+NS = "repack-demo"
+NPU = "huawei.com/ascend-1980"
+NODES = ("ascend-node-01", "ascend-node-02", "ascend-node-03")
+WATCHER = "system:serviceaccount:volcano-system:volcano-scheduler"
+pytestmark = pytest.mark.realcluster
+
+
+class Guide:
+    def __init__(self, cluster: RealCluster, tmp: Path) -> None:
+        self.cluster, self.tmp = cluster, tmp
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
+        return self.cluster.kubectl(*args, stdin=stdin, check=check).stdout
+
+    def apply(self, docs: list[dict[str, Any]] | dict[str, Any]) -> str:
+        body = yaml.safe_dump_all(docs if isinstance(docs, list) else [docs])
+        return self.kubectl("apply", "-f", "-", stdin=body)
+
+    def run(self, name: str) -> dict[str, Any]:
+        return dict(json.loads(self.kubectl("get", "repackrun", name, "-o", "json")))
+
+    def finished(self, name: str, timeout: float = 120) -> dict[str, Any]:
+        def done() -> dict[str, Any] | None:
+            run = self.run(name)
+            return run if run.get("status", {}).get("phase") in ("Succeeded", "Failed") else None
+
+        return wait_for(done, timeout, why=f"RepackRun {name} finished")
+
+    def pods(self, namespace: str = NS, *selector: str) -> list[dict[str, Any]]:
+        return items(self.cluster, "pods", "-n", namespace, *selector)
+
+    def placement(self) -> dict[str, str]:
+        """Running pod name -> node, in the demo namespace."""
+        return {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in self.pods()
+                if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")}  # fmt: skip
+
+    def balloon(self, node: str, cards: int) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"balloon-{node}", "namespace": "default"},
+                "spec": {"nodeName": node, "containers": [{"name": "hold", "image": "registry.k8s.io/pause:3.10",
+                         "resources": {"requests": {NPU: str(cards)}, "limits": {NPU: str(cards)}}}]}}  # fmt: skip
+
+    def set_balloons(self, cards: dict[str, int]) -> None:
+        self.kubectl("delete", "pods", "-n", "default", "--all", "--wait=true")
+        wait_for(lambda: not items(self.cluster, "pods", "-n", "default"), 30, why="balloons gone")
+        if cards:
+            self.apply([self.balloon(n, c) for n, c in cards.items()])
+
+
+@pytest.fixture(scope="module")
+def guide(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guide]:
+    tmp = tmp_path_factory.mktemp("guide")
+    g = Guide(real_cluster, tmp)
+    # the project's install: the RepackRun CRD and the watcher's RBAC (manifests/), its ServiceAccount
+    g.kubectl("apply", "-f", str(ROOT / "manifests" / "crd" / "repack.volcano.sh_repackruns.yaml"),
+              "-f", str(MODELSERVING_CRD))  # fmt: skip
+    g.kubectl("wait", "--for=condition=Established", "crd/repackruns.repack.volcano.sh",
+              "crd/modelservings.workload.serving.volcano.sh")  # fmt: skip
+    g.kubectl("create", "serviceaccount", "volcano-scheduler", "-n", "volcano-system")
+    g.kubectl("apply", "-k", str(ROOT / "manifests" / "rbac"))
+    # three Ascend nodes, kept Ready by KWOK
+    g.apply([{"apiVersion": "v1", "kind": "Node",
+              "metadata": {"name": n, "labels": {"kubernetes.io/hostname": n}},
+              "status": {"allocatable": (cap := {"cpu": "192", "memory": "1536Gi", "pods": "110", NPU: "4"}),
+                         "capacity": cap}} for n in NODES])  # fmt: skip
+    wait_for(lambda: all(_ready(n) for n in items(real_cluster, "nodes")) and len(items(real_cluster, "nodes")) == 3,
+             60, why="KWOK nodes Ready and untainted")  # fmt: skip
+    serving = ModelServingDouble(real_cluster.kubeconfig).start()
+    kubeconfig = real_cluster.service_account_kubeconfig("volcano-system", "volcano-scheduler", tmp / "watcher.kubeconfig")
+    watcher = Watcher(kubeconfig, tmp / "watcher.log").start()
+    try:
+        yield g
+    finally:
+        watcher.stop()
+        serving.stop()
+        print(f"watcher log ({watcher.log}):\n{watcher.tail()}")
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    ready = any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", []))
+    return ready and not node["spec"].get("taints")
+
+
+def test_step2_workloads_land_fragmented(guide: Guide) -> None:
+    """Step 2: label the nodes, apply the VCJob and the ModelServing; kubectl shows the PodGroups
+    with the workloads' labels (the VCJob controller copies them; the ModelServing double too)."""
+    for n in NODES:
+        guide.kubectl("label", "node", n, "accelerator-pool=ascend-npu")
+    assert f"{NPU}:  4" in guide.kubectl("describe", "node", "ascend-node-01")
+    namespace, job, serving = yaml.safe_load_all((GUIDE / "step2-ascend-workloads.yaml").read_text())
+    guide.set_balloons({"ascend-node-02": 4, "ascend-node-03": 4})
+    guide.apply([namespace, job])
+    wait_for(lambda: sorted(guide.placement().items()) == [("ascend-batch-training-worker-0", "ascend-node-01"),
+                                                         ("ascend-batch-training-worker-1", "ascend-node-01")],
+             90, why="the VCJob's workers Running on ascend-node-01")  # fmt: skip
+    guide.set_balloons({n: 2 for n in NODES})
+    guide.apply(serving)
+    wait_for(lambda: len(guide.placement()) == 6, 90, why="four ModelServing pods Running")
+    guide.set_balloons({})
+    per_node = {n: sum(1 for v in guide.placement().values() if v == n) for n in NODES}
+    assert per_node == {n: 2 for n in NODES}, guide.placement()
+    assert "ascend-batch-training" in guide.kubectl("get", "vcjob", "-n", NS)
+    assert "ascend-online-serving" in guide.kubectl("get", "modelserving", "-n", NS)
+    groups = guide.kubectl("get", "podgroup", "-n", NS, "--show-labels")
+    assert groups.count("repack.volcano.sh/eligible=true") == 3, groups
+
+
+def test_step1_minimal_dryrun(guide: Guide) -> None:
+    guide.kubectl("apply", "-f", str(GUIDE / "step1-ascend-npu-dryrun.yaml"))
+    run = guide.finished("ascend-npu-dryrun")
+    status = run["status"]
+    assert status["phase"] == "Succeeded", status
+    assert [(c["type"], c["reason"]) for c in status["conditions"] if c["status"] == "True"] == [
+        ("Complete", "RepackRecommended")]  # fmt: skip
+    assert status["plan"]["freedNodes"] == ["ascend-node-01"]
+    assert status["plan"]["summary"]["fragBeforePercent"] == pytest.approx(33.3, abs=0.05)
+
+
+def test_step3_scoped_dryrun(guide: Guide) -> None:
+    run = yaml.safe_load((GUIDE / "step1-ascend-npu-dryrun.yaml").read_text())
+    run["metadata"]["name"] = "ascend-scoped-dryrun"
+    run["spec"]["scope"] = {
+        "podGroups": {"include": {"selector": {"matchLabels": {"repack.volcano.sh/eligible": "true"}}}},
+        "nodes": {"include": {"selector": {"matchLabels": {"accelerator-pool": "ascend-npu"}}}},
+    }
+    guide.apply(run)
+    guide.finished("ascend-scoped-dryrun")
+    got = jsonpath(guide.cluster, "repackrun", "ascend-scoped-dryrun", expr=(
+        "podGroups={.status.plan.summary.resolvedScope.podGroupCount}, "
+        "nodes={.status.plan.summary.resolvedScope.nodeCount}{\"\\n\"}"))  # fmt: skip
+    assert got == "podGroups=3, nodes=3\n"
+    moves = jsonpath(guide.cluster, "repackrun", "ascend-scoped-dryrun", expr=(
+        '{range .status.plan.moves[*]}{.owner.kind}{"/"}{.owner.name}{"\\t"}{.namespace}{"/"}{.podGroupName}'
+        '{"\\t"}{.cards}{" cards\\n"}{range .pods[*]}{"  "}{.name}{": "}{.fromNode}{" -> "}{.toNode}{"\\n"}{end}{end}'))
+    lines = moves.splitlines()
+    assert lines[0].startswith("Job/ascend-batch-training\trepack-demo/ascend-batch-training-") and lines[0].endswith(
+        "\t2 cards")  # fmt: skip
+    assert sorted(line.split(" -> ")[0] for line in lines[1:]) == [
+        "  ascend-batch-training-worker-0: ascend-node-01", "  ascend-batch-training-worker-1: ascend-node-01"]
+    assert {line.split(" -> ")[1] for line in lines[1:]} <= {"ascend-node-02", "ascend-node-03"}
+    assert jsonpath(guide.cluster, "repackrun", "ascend-scoped-dryrun", expr="{.status.plan.freedNodes}") == (
+        '["ascend-node-01"]')  # fmt: skip
+
+
+def test_step4_guarded_dryrun(guide: Guide) -> None:
+    guide.kubectl("apply", "-f", str(DATA / "guide-ascend-dryrun.yaml"))
+    guide.finished("ascend-guarded-dryrun")
+    got = jsonpath(guide.cluster, "repackrun", "ascend-guarded-dryrun", expr=(
+        "fragmentation={.status.plan.summary.fragBeforePercent}% -> {.status.plan.summary.fragAfterPercent}%, "
+        "freedNodes={.status.plan.summary.freedNodeCount}, movedCards={.status.plan.summary.movedCardCount}"))
+    assert got == "fragmentation=33.3% -> 0%, freedNodes=1, movedCards=2", got
+
+
+def test_step5_and_6_execute(guide: Guide) -> None:
+    """Step 5: the Execute run; Step 6: its conditions, relocations, and an empty ascend-node-01."""
+    before = guide.placement()
+    guide.kubectl("apply", "-f", str(DATA / "guide-ascend-execute.yaml"))
+    run = guide.finished("ascend-execute-001", timeout=240)
+    status = run["status"]
+    assert status["phase"] == "Succeeded", json.dumps(status, indent=1)
+    assert ("Complete", "ExecutionCompleted") in [(c["type"], c["reason"]) for c in status["conditions"]
+                                                  if c["status"] == "True"]  # fmt: skip
+    wide = guide.kubectl("get", "repackrun", "ascend-execute-001", "-o", "wide")
+    assert "Succeeded" in wide.splitlines()[1], wide
+    relocations = jsonpath(guide.cluster, "repackrun", "ascend-execute-001", expr=(
+        '{range .status.relocations[*]}{.namespace}{"/"}{.victimPodName}{"\\teviction="}{.eviction.phase}'
+        '{"\\tplacement="}{.placement.phase}{"\\tplanned="}{.plannedNodeName}{"\\tselected="}'
+        '{.placement.selectedNodeName}{"\\tactual="}{.placement.actualNodeName}{"\\treplacement="}'
+        '{.placement.replacementPodName}{"\\n"}{end}'))
+    rows = sorted(relocations.splitlines())
+    assert len(rows) == 2, relocations
+    for row, worker in zip(rows, ("ascend-batch-training-worker-0", "ascend-batch-training-worker-1"), strict=True):
+        fields = dict(f.split("=", 1) for f in row.split("\t")[1:])
+        assert row.startswith(f"{NS}/{worker}\t")
+        assert fields["eviction"] == "Evicted" and fields["placement"] == "Bound", row
+        assert fields["planned"] in ("ascend-node-02", "ascend-node-03")
+        assert fields["actual"] == fields["selected"] == fields["planned"], row
+        assert fields["replacement"] == worker
+    assert guide.kubectl("get", "pod", "-A", "--field-selector", "spec.nodeName=ascend-node-01", "-o", "name") == ""
+    after = guide.placement()
+    planned = {r["victimPodName"]: r["plannedNodeName"] for r in status["relocations"]}
+    assert after == before | planned  # every pod rebuilt, Running again, where the plan put it
+    result = jsonpath(guide.cluster, "repackrun", "ascend-execute-001", expr=(
+        "result: frag {.status.result.fragAfterPercent}%, freed {.status.result.freedNodeCount}, "
+        "moved {.status.result.movedCardCount}"))  # fmt: skip
+    assert result == "result: frag 0%, freed 1, moved 2", result
+    # each victim evicted exactly once, through the Eviction API, by the watcher's ServiceAccount
+    evictions = [e for e in guide.cluster.audit() if e.get("objectRef", {}).get("subresource") == "eviction"]
+    assert sorted(e["objectRef"]["name"] for e in evictions) == [
+        "ascend-batch-training-worker-0", "ascend-batch-training-worker-1"]  # fmt: skip
+    assert {e["user"]["username"] for e in evictions} == {WATCHER}
+    assert all(e["responseStatus"]["code"] == 201 for e in evictions)
+
+
+def test_step7_large_job_on_the_freed_node(guide: Guide) -> None:
+    """Step 7. The guide's job asks 2 workers x 4 NPUs (8 cards) but one freed node has 4: applied as
+    written, vc-controller-manager creates its pods and the gang waits (nothing is bound). Sized to
+    the freed node (2 x 2 NPUs, as ``demo --execute`` does), vc-scheduler binds both on it."""
+    job = yaml.safe_load((GUIDE / "step7-ascend-large-training.yaml").read_text())
+    guide.apply(job)
+    selector = "volcano.sh/job-name=ascend-large-training"
+    wait_for(lambda: len(guide.pods(NS, "-l", selector)) == 2, 60, why="the VCJob's two pods created")
+    guide.kubectl("get", "job.batch.volcano.sh", "ascend-large-training", "-n", NS)
+    wait_for(lambda: "Unschedulable" in guide.kubectl("get", "podgroup", "-n", NS, "-o", "yaml") or None, 30,
+             why="the 8-card gang reported unschedulable")  # fmt: skip
+    assert all(not p["spec"].get("nodeName") for p in guide.pods(NS, "-l", selector))
+    guide.kubectl("delete", "job.batch.volcano.sh", "ascend-large-training", "-n", NS, "--wait=true")
+    wait_for(lambda: not guide.pods(NS, "-l", selector), 60, why="the first job's pods gone")
+    sized = copy.deepcopy(job)
+    spec = sized["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]
+    spec["requests"][NPU] = spec["limits"][NPU] = 2
+    guide.apply(sized)
+
+    def bound() -> list[str] | None:
+        pods = guide.pods(NS, "-l", selector)
+        nodes = [p["spec"].get("nodeName", "") for p in pods if p["status"].get("phase") == "Running"]
+        return nodes if len(nodes) == 2 else None
+
+    assert wait_for(bound, 90, why="the sized job Running") == ["ascend-node-01", "ascend-node-01"]
+    table = guide.kubectl("get", "pod", "-n", NS, "-l", selector, "-o", "wide")
+    assert table.count("ascend-node-01") == 2, table
+
+
+def test_rbac_the_watcher_is_allowed_all_it_does_and_granted_no_more(guide: Guide) -> None:
+    """After every step: the real RBAC authorizer allowed every request the watcher's ServiceAccount
+    made, and what it used is within the rendered roles (the roles' exact shape is
+    tests/test_manifests_rbac.py's)."""
+    mine = [e for e in guide.cluster.audit() if e["user"]["username"] == WATCHER]
+    assert mine, "the watcher made no request as its ServiceAccount"
+    denied = [(e["verb"], e["requestURI"]) for e in mine if e["responseStatus"]["code"] == 403]
+    assert not denied, denied
+    used = {(_group(e), _resource(e), e["verb"]) for e in mine if "objectRef" in e}
+    assert used <= CLUSTER_GRANTS | LEASE_GRANTS, used - (CLUSTER_GRANTS | LEASE_GRANTS)
+    assert {e["objectRef"].get("namespace") for e in mine if _resource(e) == "leases"} == {"volcano-system"}
+    # anything broader is refused by the real authorizer
+    kubeconfig = guide.tmp / "watcher.kubeconfig"
+    for verb, what in (("create", "pods"), ("delete", "pods"), ("update", "nodes"), ("list", "secrets"),
+                       ("create", "repackruns.repack.volcano.sh"), ("patch", "podgroups.scheduling.volcano.sh")):
+        done = guide.cluster.kubectl("auth", "can-i", verb, what, "-A", kubeconfig=kubeconfig, check=False)
+        assert done.stdout.strip() == "no", (verb, what, done.stdout)
+
+
+def _group(event: dict[str, Any]) -> str:
+    return str(event["objectRef"].get("apiGroup", ""))
+
+
+def _resource(event: dict[str, Any]) -> str:
+    ref = event["objectRef"]
+    return ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
