@@ -1,5 +1,5 @@
-"""The RepackRun CRD (manifests/crd) served by the sandbox API server, driven with kubectl and the
-official client as a user and the watcher would: the guide's runs apply, kubectl prints and explains
+"""The RepackRun CRD (manifests/crd) served by the sandbox API server and by the real kube-apiserver
+(every test runs on both), driven with kubectl and the official client as a user and the watcher would: the guide's runs apply, kubectl prints and explains
 them, every rule of the spec is refused with a 422 naming its field, the spec is immutable and the
 status subresource writes status only (fields the controller adds are kept).
 """
@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client
+from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from sidecar.sandbox.apiserver import ApiServer
-from tests.sandbox_fixtures import k8s, kubeconfig
+from tests.realcluster.fixtures import real_cluster
+from tests.realcluster.launcher import RealCluster
 
-__all__ = ["k8s", "kubeconfig"]
+__all__ = ["real_cluster"]
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 
@@ -92,11 +93,34 @@ spec:
 GUIDE_GUARDED = Path(__file__).resolve().parents[1] / "sidecar" / "data" / "guide-ascend-dryrun.yaml"
 
 
+CRD = Path(__file__).resolve().parents[1] / "manifests" / "crd" / "repack.volcano.sh_repackruns.yaml"
+
+
 @pytest.fixture
 def server() -> Iterator[ApiServer]:
     with ApiServer(history=50, bookmark_every=0.2) as s:
         s.load([])  # the project's CRDs, from manifests/crd
         yield s
+
+
+@pytest.fixture(params=["sandbox", pytest.param("real", marks=pytest.mark.realcluster)])
+def kubeconfig(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """The sandbox's kubeconfig, or the real cluster's with the CRD applied and no RepackRun left."""
+    if request.param == "sandbox":
+        server: ApiServer = request.getfixturevalue("server")
+        return server.kubeconfig(tmp_path / "kubeconfig")
+    cluster: RealCluster = request.getfixturevalue("real_cluster")
+    cluster.kubectl("apply", "-f", str(CRD))
+    cluster.kubectl("wait", "--for=condition=Established", "crd/repackruns.repack.volcano.sh")
+    cluster.kubectl("delete", "repackruns", "--all", "--wait=true")
+    return cluster.kubeconfig
+
+
+@pytest.fixture
+def k8s(kubeconfig: Path) -> Iterator[client.ApiClient]:
+    api = config.new_client_from_config(str(kubeconfig))
+    yield api
+    api.close()
 
 
 def kubectl(kc: Path, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -213,7 +237,7 @@ _IN = {"key": "repack.volcano.sh/protected", "operator": "In"}
 INVALID = [
     ("zero-goals", {"goals": []}, "spec.goals", "should have at least 1 items"),
     ("two-goals", {"goals": [{"resource": NPU}, {"resource": "nvidia.com/gpu"}]}, "spec.goals",
-     "must have at most 1 items"),
+     "must have at most 1 item"),
     ("bad-mode", {"mode": "Now"}, "spec.mode", 'supported values: "DryRun", "Execute"'),
     ("cpu-as-resource", {"goals": [{"resource": "cpu"}]}, "spec.goals[0].resource",
      "must be an extended resource name"),
@@ -345,3 +369,21 @@ def test_declared_status_fields_are_validated(k8s: client.ApiClient, status: dic
     assert exc.value.status == 422
     fields = [c["field"] for c in json.loads(exc.value.body)["details"]["causes"]]
     assert fields[0] == field and set(fields[1:]) <= {"<nil>"}  # "<nil>": the CEL rules were not checked
+
+
+def test_a_misspelt_field_is_refused_under_kubectls_strict_field_validation(
+    request: pytest.FixtureRequest, kubeconfig: Path
+) -> None:
+    """kubectl sends ``fieldValidation=Strict``: kube-apiserver refuses an unknown field by name
+    (400, "strict decoding error") instead of pruning it, so the misspelt threshold cannot
+    silently become 0. The sandbox still prunes it (README, "Known differences")."""
+    if request.node.callspec.params["kubeconfig"] == "sandbox":
+        pytest.skip("known difference: the sandbox prunes unknown fields even under fieldValidation=Strict")
+    doc = GUIDE_MINIMAL.replace(f"- resource: {NPU}", f"- resource: {NPU}\n      minFragImprovmentPercent: 10")
+    done = kubectl(kubeconfig, "apply", "-f", "-", stdin=doc, check=False)
+    assert done.returncode != 0
+    assert 'strict decoding error: unknown field "spec.goals[0].minFragImprovmentPercent"' in done.stderr
+    assert kubectl(kubeconfig, "get", "repackruns", "-o", "name").stdout == ""
+    # Warn: accepted with the field dropped, and a warning naming it
+    warned = kubectl(kubeconfig, "apply", "--validate=warn", "-f", "-", stdin=doc)
+    assert 'unknown field "spec.goals[0].minFragImprovmentPercent"' in warned.stderr

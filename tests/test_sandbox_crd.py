@@ -126,7 +126,7 @@ def test_guide_run_validates_clean_and_gets_the_guide_weights() -> None:
             {"goals": [{"resource": "a"}, {"resource": "b"}]},
             "FieldValueTooMany",
             "spec.goals",
-            "Too many: 2: must have at most 1 items",
+            "Too many: 2: must have at most 1 item",
         ),
         (
             {"goals": [{"minFragImprovementPercent": 5}]},

@@ -306,8 +306,7 @@ def _object_checks(s: Schema, value: dict[str, Any], where: str, old: Any) -> li
         msg = f"{where} in body should have at least {c['minProperties']} properties"
         errs.append(invalid(where, len(value), msg))
     if "maxProperties" in c and len(value) > c["maxProperties"]:
-        msg = f"Too many: {len(value)}: must have at most {c['maxProperties']} items"
-        errs.append(cause("FieldValueTooMany", where, msg))
+        errs.append(cause("FieldValueTooMany", where, too_many(len(value), c["maxProperties"])))
     old_map = old if isinstance(old, dict) else {}
     for key, item in value.items():
         sub = s.properties.get(key, s.additional)
@@ -316,14 +315,18 @@ def _object_checks(s: Schema, value: dict[str, Any], where: str, old: Any) -> li
     return errs
 
 
+def too_many(actual: int, most: int) -> str:
+    """apimachinery's ``field.TooMany`` wording ("1 item", "2 items"), as kube-apiserver v1.34 words it."""
+    return f"Too many: {actual}: must have at most {most} item{'' if most == 1 else 's'}"
+
+
 def _array_checks(s: Schema, value: list[Any], where: str) -> list[Cause]:
     c = s.checks
     errs: list[Cause] = []
     if "minItems" in c and len(value) < c["minItems"]:
         errs.append(invalid(where, len(value), f"{where} in body should have at least {c['minItems']} items"))
     if "maxItems" in c and len(value) > c["maxItems"]:
-        msg = f"Too many: {len(value)}: must have at most {c['maxItems']} items"
-        errs.append(cause("FieldValueTooMany", where, msg))
+        errs.append(cause("FieldValueTooMany", where, too_many(len(value), c["maxItems"])))
     if s.items is not None:
         for i, item in enumerate(value):
             errs += _check(s.items, item, f"{where}[{i}]")
