@@ -58,6 +58,7 @@ class Watcher:
     """``repack-sidecar watch`` as a process (the shipped entry point), logging to ``log``."""
 
     def __init__(self, kubeconfig: Path, log: Path, *extra: str) -> None:
+        self.kubeconfig = kubeconfig
         self.argv = [sys.executable, "-m", "sidecar", "watch", "--kubeconfig", str(kubeconfig), "--in-process",
                      "--lease-namespace", "volcano-system", "--period", "0.5", "--execute-cooldown", "5",
                      "--eviction-timeout", "60", "--execution-timeout", "240", *extra]  # fmt: skip
