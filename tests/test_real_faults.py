@@ -53,16 +53,21 @@ def _fragmented(s: Scenario, pool: str) -> tuple[str, ...]:
         # every other node full: 2 cards beside an earlier job, 4 on a node still empty
         s.set_balloons({n: 2 if j < i else 4 for j, n in enumerate(nodes) if j != i})
         s.apply(_job(s.ns, f"train-{i}", pool))
-        wait_for(lambda node=node, i=i: [v for k, v in s.placement().items() if k.startswith(f"train-{i}-")] == [node] * 2,
-                 90, why=f"train-{i} Running on {node}")  # fmt: skip
+        wait_for(lambda i=i, node=node: _job_nodes(s, f"train-{i}") == [node] * 2, 90, why=f"train-{i} on {node}")
     s.set_balloons({})
     return nodes
+
+
+def _job_nodes(s: Scenario, job: str) -> list[str]:
+    return [node for pod, node in s.placement().items() if pod.startswith(f"{job}-")]
 
 
 FAULTS: dict[str, Callable[[RealCluster, Watcher], Watcher]] = {}
 
 
-def _fault(name: str) -> Callable[[Callable[[RealCluster, Watcher], Watcher]], Callable[[RealCluster, Watcher], Watcher]]:
+def _fault(
+    name: str,
+) -> Callable[[Callable[[RealCluster, Watcher], Watcher]], Callable[[RealCluster, Watcher], Watcher]]:
     def register(f: Callable[[RealCluster, Watcher], Watcher]) -> Callable[[RealCluster, Watcher], Watcher]:
         FAULTS[name] = f
         return f
@@ -103,8 +108,10 @@ def test_execute_survives(fault: str, real_cluster: RealCluster, tmp_path: Path)
         at_fault = s.run(f"execute-{fault}")["status"]
         journaled = {r["victimPodName"] for r in at_fault["relocations"]}
         watcher = FAULTS[fault](real_cluster, watcher)
-        print(f"{fault} injected while the run was {at_fault['phase']}: "
-              f"{[(r['victimPodName'], r.get('eviction', {}).get('phase')) for r in at_fault['relocations']]}")
+        print(
+            f"{fault} injected while the run was {at_fault['phase']}: "
+            f"{[(r['victimPodName'], r.get('eviction', {}).get('phase')) for r in at_fault['relocations']]}"
+        )
         status = s.finished(f"execute-{fault}", timeout=240)["status"]
     finally:
         watcher.stop()

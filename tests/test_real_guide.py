@@ -46,7 +46,9 @@ def guide(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -
     g.install()
     g.add_nodes(NODES)
     serving = ModelServingDouble(real_cluster.kubeconfig).start()
-    kubeconfig = real_cluster.service_account_kubeconfig("volcano-system", "volcano-scheduler", tmp / "watcher.kubeconfig")
+    kubeconfig = real_cluster.service_account_kubeconfig(
+        "volcano-system", "volcano-scheduler", tmp / "watcher.kubeconfig"
+    )
     watcher = Watcher(kubeconfig, tmp / "watcher.log").start()
     try:
         yield g
@@ -104,14 +106,23 @@ def test_step3_scoped_dryrun(guide: Scenario) -> None:
         "podGroups={.status.plan.summary.resolvedScope.podGroupCount}, "
         "nodes={.status.plan.summary.resolvedScope.nodeCount}{\"\\n\"}"))  # fmt: skip
     assert got == "podGroups=3, nodes=3\n"
-    moves = jsonpath(guide.cluster, "repackrun", "ascend-scoped-dryrun", expr=(
-        '{range .status.plan.moves[*]}{.owner.kind}{"/"}{.owner.name}{"\\t"}{.namespace}{"/"}{.podGroupName}'
-        '{"\\t"}{.cards}{" cards\\n"}{range .pods[*]}{"  "}{.name}{": "}{.fromNode}{" -> "}{.toNode}{"\\n"}{end}{end}'))
+    moves = jsonpath(
+        guide.cluster,
+        "repackrun",
+        "ascend-scoped-dryrun",
+        expr=(
+            '{range .status.plan.moves[*]}{.owner.kind}{"/"}{.owner.name}{"\\t"}{.namespace}{"/"}{.podGroupName}'
+            '{"\\t"}{.cards}{" cards\\n"}{range .pods[*]}{"  "}{.name}{": "}{.fromNode}{" -> "}{.toNode}'
+            '{"\\n"}{end}{end}'
+        ),
+    )
     lines = moves.splitlines()
     assert lines[0].startswith("Job/ascend-batch-training\trepack-demo/ascend-batch-training-") and lines[0].endswith(
         "\t2 cards")  # fmt: skip
     assert sorted(line.split(" -> ")[0] for line in lines[1:]) == [
-        "  ascend-batch-training-worker-0: ascend-node-01", "  ascend-batch-training-worker-1: ascend-node-01"]
+        "  ascend-batch-training-worker-0: ascend-node-01",
+        "  ascend-batch-training-worker-1: ascend-node-01",
+    ]
     assert {line.split(" -> ")[1] for line in lines[1:]} <= {"ascend-node-02", "ascend-node-03"}
     assert jsonpath(guide.cluster, "repackrun", "ascend-scoped-dryrun", expr="{.status.plan.freedNodes}") == (
         '["ascend-node-01"]')  # fmt: skip
@@ -120,9 +131,15 @@ def test_step3_scoped_dryrun(guide: Scenario) -> None:
 def test_step4_guarded_dryrun(guide: Scenario) -> None:
     guide.kubectl("apply", "-f", str(DATA / "guide-ascend-dryrun.yaml"))
     guide.finished("ascend-guarded-dryrun")
-    got = jsonpath(guide.cluster, "repackrun", "ascend-guarded-dryrun", expr=(
-        "fragmentation={.status.plan.summary.fragBeforePercent}% -> {.status.plan.summary.fragAfterPercent}%, "
-        "freedNodes={.status.plan.summary.freedNodeCount}, movedCards={.status.plan.summary.movedCardCount}"))
+    got = jsonpath(
+        guide.cluster,
+        "repackrun",
+        "ascend-guarded-dryrun",
+        expr=(
+            "fragmentation={.status.plan.summary.fragBeforePercent}% -> {.status.plan.summary.fragAfterPercent}%, "
+            "freedNodes={.status.plan.summary.freedNodeCount}, movedCards={.status.plan.summary.movedCardCount}"
+        ),
+    )
     assert got == "fragmentation=33.3% -> 0%, freedNodes=1, movedCards=2", got
 
 
@@ -137,11 +154,17 @@ def test_step5_and_6_execute(guide: Scenario) -> None:
                                                   if c["status"] == "True"]  # fmt: skip
     wide = guide.kubectl("get", "repackrun", "ascend-execute-001", "-o", "wide")
     assert "Succeeded" in wide.splitlines()[1], wide
-    relocations = jsonpath(guide.cluster, "repackrun", "ascend-execute-001", expr=(
-        '{range .status.relocations[*]}{.namespace}{"/"}{.victimPodName}{"\\teviction="}{.eviction.phase}'
-        '{"\\tplacement="}{.placement.phase}{"\\tplanned="}{.plannedNodeName}{"\\tselected="}'
-        '{.placement.selectedNodeName}{"\\tactual="}{.placement.actualNodeName}{"\\treplacement="}'
-        '{.placement.replacementPodName}{"\\n"}{end}'))
+    relocations = jsonpath(
+        guide.cluster,
+        "repackrun",
+        "ascend-execute-001",
+        expr=(
+            '{range .status.relocations[*]}{.namespace}{"/"}{.victimPodName}{"\\teviction="}{.eviction.phase}'
+            '{"\\tplacement="}{.placement.phase}{"\\tplanned="}{.plannedNodeName}{"\\tselected="}'
+            '{.placement.selectedNodeName}{"\\tactual="}{.placement.actualNodeName}{"\\treplacement="}'
+            '{.placement.replacementPodName}{"\\n"}{end}'
+        ),
+    )
     rows = sorted(relocations.splitlines())
     assert len(rows) == 2, relocations
     for row, worker in zip(rows, ("ascend-batch-training-worker-0", "ascend-batch-training-worker-1"), strict=True):
@@ -210,8 +233,14 @@ def test_rbac_the_watcher_is_allowed_all_it_does_and_granted_no_more(guide: Scen
     assert {e["objectRef"].get("namespace") for e in mine if _resource(e) == "leases"} == {"volcano-system"}
     # anything broader is refused by the real authorizer
     kubeconfig = guide.tmp / "watcher.kubeconfig"
-    for verb, what in (("create", "pods"), ("delete", "pods"), ("update", "nodes"), ("list", "secrets"),
-                       ("create", "repackruns.repack.volcano.sh"), ("patch", "podgroups.scheduling.volcano.sh")):
+    for verb, what in (
+        ("create", "pods"),
+        ("delete", "pods"),
+        ("update", "nodes"),
+        ("list", "secrets"),
+        ("create", "repackruns.repack.volcano.sh"),
+        ("patch", "podgroups.scheduling.volcano.sh"),
+    ):
         done = guide.cluster.kubectl("auth", "can-i", verb, what, "-A", kubeconfig=kubeconfig, check=False)
         assert done.stdout.strip() == "no", (verb, what, done.stdout)
 

@@ -1,7 +1,8 @@
 """The RepackRun CRD (manifests/crd) served by the sandbox API server and by the real kube-apiserver
-(every test runs on both), driven with kubectl and the official client as a user and the watcher would: the guide's runs apply, kubectl prints and explains
-them, every rule of the spec is refused with a 422 naming its field, the spec is immutable and the
-status subresource writes status only (fields the controller adds are kept).
+(every test runs on both), driven with kubectl and the official client as a user and the watcher
+would: the guide's runs apply, kubectl prints and explains them, every rule of the spec is refused
+with a 422 naming its field, the spec is immutable and the status subresource writes status only
+(fields the controller adds are kept).
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ VOLCANO_CRDS = ("config/crd/volcano/bases", "config/crd/jobflow/bases")
 KCM_CONTROLLERS = ("garbagecollector", "namespace", "disruption", "nodelifecycle", "serviceaccount",
                    "serviceaccount-token", "replicaset", "deployment", "statefulset", "podgc")  # fmt: skip
 VC_CONTROLLERS = ("job-controller", "pg-controller", "queue-controller", "gc-controller")
-ADMIN_TOKEN = "repack-real-cluster-admin"  # noqa: S105 - a loopback test cluster's token
+ADMIN_TOKEN = "repack-real-cluster-admin"
 ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "vc-controller-manager", "vc-scheduler")
 
 
@@ -382,7 +382,7 @@ def _crd_name(path: Path) -> str:
 def _http_ok(url: str, *, token: str = "", ctx: ssl.SSLContext | None = None) -> bool:
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
-        with urllib.request.urlopen(req, timeout=2, context=ctx) as resp:  # noqa: S310 - loopback only
+        with urllib.request.urlopen(req, timeout=2, context=ctx) as resp:
             return bool(resp.status == 200)
     except (OSError, ValueError):
         return False

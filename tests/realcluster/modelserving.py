@@ -108,7 +108,6 @@ class ModelServingDouble:
             })  # fmt: skip
 
 
-
 def _pod_specs(ms: Obj, i: int) -> list[tuple[str, str, Obj]]:
     out = []
     for role in ms["spec"]["template"]["roles"]:
