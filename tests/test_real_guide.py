@@ -150,8 +150,11 @@ def test_step5_and_6_execute(guide: Scenario) -> None:
     run = guide.finished("ascend-execute-001", timeout=240)
     status = run["status"]
     assert status["phase"] == "Succeeded", json.dumps(status, indent=1)
-    assert ("Complete", "ExecutionCompleted") in [(c["type"], c["reason"]) for c in status["conditions"]
-                                                  if c["status"] == "True"]  # fmt: skip
+    (reason,) = [c["reason"] for c in status["conditions"] if c["type"] == "Complete" and c["status"] == "True"]
+    # ExecutionCompleted: every rebuilt pod bound where nominated; WithAlternativePlacement: vc-scheduler
+    # bound one elsewhere (a rebuilt pod can be scheduled before its nomination lands: no placement
+    # gate yet, issue 22) and the node was still freed — both are the guide's success outcomes
+    assert reason in ("ExecutionCompleted", "ExecutionCompletedWithAlternativePlacement"), reason
     wide = guide.kubectl("get", "repackrun", "ascend-execute-001", "-o", "wide")
     assert "Succeeded" in wide.splitlines()[1], wide
     relocations = jsonpath(
@@ -167,17 +170,19 @@ def test_step5_and_6_execute(guide: Scenario) -> None:
     )
     rows = sorted(relocations.splitlines())
     assert len(rows) == 2, relocations
+    planned, actual = {}, {}
     for row, worker in zip(rows, ("ascend-batch-training-worker-0", "ascend-batch-training-worker-1"), strict=True):
         fields = dict(f.split("=", 1) for f in row.split("\t")[1:])
         assert row.startswith(f"{NS}/{worker}\t")
-        assert fields["eviction"] == "Evicted" and fields["placement"] == "Bound", row
-        assert fields["planned"] in ("ascend-node-02", "ascend-node-03")
-        assert fields["actual"] == fields["selected"] == fields["planned"], row
+        assert fields["eviction"] == "Evicted", row
+        assert fields["planned"] == fields["selected"] and fields["planned"] in ("ascend-node-02", "ascend-node-03")
+        assert fields["actual"] in ("ascend-node-02", "ascend-node-03"), row
+        assert fields["placement"] == ("Bound" if fields["actual"] == fields["planned"] else "BoundElsewhere"), row
         assert fields["replacement"] == worker
+        planned[worker], actual[worker] = fields["planned"], fields["actual"]
+    assert (actual == planned) == (reason == "ExecutionCompleted"), (reason, planned, actual)
     assert guide.kubectl("get", "pod", "-A", "--field-selector", "spec.nodeName=ascend-node-01", "-o", "name") == ""
-    after = guide.placement()
-    planned = {r["victimPodName"]: r["plannedNodeName"] for r in status["relocations"]}
-    assert after == before | planned  # every pod rebuilt, Running again, where the plan put it
+    assert guide.placement() == before | actual  # every pod rebuilt and Running again, where the journal says
     result = jsonpath(guide.cluster, "repackrun", "ascend-execute-001", expr=(
         "result: frag {.status.result.fragAfterPercent}%, freed {.status.result.freedNodeCount}, "
         "moved {.status.result.movedCardCount}"))  # fmt: skip

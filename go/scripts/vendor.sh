@@ -14,7 +14,7 @@ gocode=${1:-/usr/share/gocode}
 module=volcano.sh/repack
 
 # Up to date: same go.mod, same Go sources (their imports), same Debian package trees.
-stamp=$(cd "$here" && { cat go.mod; find . -name '*.go' -not -path './vendor/*' | sort | xargs cat;
+stamp=$(cd "$here" && { cat go.mod; find . -name '*.go' -not -path './vendor/*' -not -path './controlplane/*' | sort | xargs cat;
   awk '$1 ~ /\./ && NF >= 2 { print $1 }' go.mod | while read -r m; do stat -c '%n %Y' "$gocode/src/$m/go.mod" 2>&1; done
 } | sha256sum | cut -d' ' -f1)
 if [ -f "$here/vendor/modules.txt" ] && [ "$(cat "$here/vendor/.stamp" 2>/dev/null)" = "$stamp" ]; then
@@ -26,7 +26,8 @@ trap 'rm -rf "$work"' EXIT
 
 # 1. The import closure, computed in GOPATH mode over a copy of this module.
 mkdir -p "$work/gopath/src/$module"
-(cd "$here" && tar --exclude=./vendor -cf - .) | tar -xf - -C "$work/gopath/src/$module"
+# (not ./controlplane: other modules, built with Go 1.26 from the module proxy)
+(cd "$here" && tar --exclude=./vendor --exclude=./controlplane -cf - .) | tar -xf - -C "$work/gopath/src/$module"
 pkgs=$(cd "$work/gopath/src/$module" && GO111MODULE=off GOPATH="$work/gopath:$gocode" GOFLAGS= \
   go list -deps -test -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./... | grep -v "^$module" | sort -u)
 
