@@ -7,6 +7,7 @@ built or started fails the run: CI must never pass without having run them.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -90,6 +91,4 @@ def jsonpath(cluster: RealCluster, *args: str, expr: str) -> str:
 
 
 def items(cluster: RealCluster, *args: str) -> list[dict[str, Any]]:
-    import json
-
     return list(json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)["items"])

@@ -22,6 +22,7 @@ process by PID. ``python -m tests.realcluster up|down`` does the same by hand.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -107,13 +108,13 @@ class Component:
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> None:
         if not self.pid or not self.alive():
             return
-        with _suppress_gone():
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, sig)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.alive():
             time.sleep(0.05)
         if self.alive():
-            with _suppress_gone():
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.pid, signal.SIGKILL)
             while self.alive():
                 time.sleep(0.05)
@@ -137,14 +138,6 @@ def _pid_alive(pid: int) -> bool:
             return f.read().split(") ", 1)[1][:1] != "Z"
     except OSError:
         return False
-
-
-class _suppress_gone:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
-        return kind is not None and issubclass(kind, ProcessLookupError)
 
 
 class RealCluster:
@@ -408,7 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     shutil.rmtree(args.dir, ignore_errors=True)
     cluster = RealCluster(args.dir)
     cluster.up()
-    for comp in cluster.components.values():
+    for comp in cluster.components.values():  # left running detached: `down` finds them by PID
         comp.proc = None
     if args.kubeconfig:
         shutil.copy(cluster.kubeconfig, args.kubeconfig)
