@@ -97,12 +97,13 @@ def serving(*args: str) -> Iterator[str]:
 T = TypeVar("T")
 
 
-def wait_for(what: Callable[[], T | None], timeout: float = 10.0) -> T:
-    """Poll ``what`` until it returns something truthy (controllers act asynchronously), bounded."""
+def wait_for(what: Callable[[], T | None], timeout: float = 10.0, *, why: str = "") -> T:
+    """Poll ``what`` until it returns something truthy (controllers act asynchronously), bounded;
+    ``why`` names the condition in the failure."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = what()
         if got:
             return got
         time.sleep(0.02)
-    raise AssertionError(f"condition not met within {timeout}s")
+    raise AssertionError(f"condition not met within {timeout}s" + (f": {why}" if why else ""))

@@ -225,16 +225,36 @@ def test_step7_large_job_on_the_freed_node(guide: Scenario) -> None:
     assert "ascend-large-training-worker-0" in table and "ascend-node-01" in table, table
 
 
+def test_ttl_deletes_a_finished_run(guide: Scenario) -> None:
+    """``ttlSecondsAfterFinished``: the watcher deletes the run once it has been finished that long."""
+    run = yaml.safe_load((GUIDE / "step1-ascend-npu-dryrun.yaml").read_text())
+    run["metadata"]["name"] = "ascend-short-lived-dryrun"
+    run["spec"]["ttlSecondsAfterFinished"] = 2
+    guide.apply(run)
+    assert guide.finished("ascend-short-lived-dryrun")["status"]["phase"] == "Succeeded"
+    names = lambda: guide.kubectl("get", "repackruns", "-o", "name")  # noqa: E731
+    wait_for(lambda: "ascend-short-lived-dryrun" not in names(), 30, why="the run deleted by its TTL")
+    assert "repackrun.repack.volcano.sh/ascend-guarded-dryrun" in names()  # a longer TTL: still there
+    deleted = [e for e in guide.cluster.audit() if e["verb"] == "delete" and e.get("objectRef", {}).get("name") ==
+               "ascend-short-lived-dryrun"]  # fmt: skip
+    assert [e["user"]["username"] for e in deleted] == [WATCHER]
+
+
+#: grants the runs above do not exercise on this cluster, each with the reason
+UNEXERCISED = {("", "pods", "patch"): "removing the placement scheduling gate: nothing gates pods here (issue 22)"}
+
+
 def test_rbac_the_watcher_is_allowed_all_it_does_and_granted_no_more(guide: Scenario) -> None:
     """After every step: the real RBAC authorizer allowed every request the watcher's ServiceAccount
-    made, and what it used is within the rendered roles (the roles' exact shape is
-    tests/test_manifests_rbac.py's)."""
+    made, what it used is within the rendered roles, and every grant was used or is listed in
+    ``UNEXERCISED`` with its reason (the roles' exact shape is tests/test_manifests_rbac.py's)."""
     mine = [e for e in guide.cluster.audit() if e["user"]["username"] == WATCHER]
     assert mine, "the watcher made no request as its ServiceAccount"
     denied = [(e["verb"], e["requestURI"]) for e in mine if e["responseStatus"]["code"] == 403]
     assert not denied, denied
     used = {(_group(e), _resource(e), e["verb"]) for e in mine if "objectRef" in e}
     assert used <= CLUSTER_GRANTS | LEASE_GRANTS, used - (CLUSTER_GRANTS | LEASE_GRANTS)
+    assert (CLUSTER_GRANTS | LEASE_GRANTS) - used == set(UNEXERCISED), "a grant no step used"
     assert {e["objectRef"].get("namespace") for e in mine if _resource(e) == "leases"} == {"volcano-system"}
     # anything broader is refused by the real authorizer
     kubeconfig = guide.tmp / "watcher.kubeconfig"

@@ -13,17 +13,18 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from tests.realcluster.launcher import ClusterError, RealCluster, ensure_built
+from tests.sandbox_fixtures import wait_for
+
+__all__ = ["real_cluster", "wait_for"]
 
 ROOT = Path(__file__).resolve().parents[2]
-T = TypeVar("T")
 
 
 @pytest.fixture(scope="session")
@@ -41,18 +42,6 @@ def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealClust
         yield cluster
     finally:
         cluster.down()
-
-
-def wait_for(what: Callable[[], T | None], timeout: float = 60.0, every: float = 0.25, why: str = "") -> T:
-    """Poll until ``what`` returns something truthy (controllers act asynchronously), bounded."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = what()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not met within {timeout} s: {why or what}")
-        time.sleep(every)
 
 
 class Watcher:
