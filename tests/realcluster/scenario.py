@@ -5,6 +5,7 @@ while workloads are placed, and reads of RepackRuns and pods."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -73,12 +74,56 @@ class Scenario:
         return {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in self.pods()
                 if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")}  # fmt: skip
 
+    def evictions(self) -> Counter[str]:
+        """Pods of this namespace the watcher evicted (Eviction API calls answered 201), from the audit log."""
+        return Counter(
+            e["objectRef"]["name"] for e in self.cluster.audit()
+            if e.get("objectRef", {}).get("subresource") == "eviction" and e["objectRef"].get("namespace") == self.ns
+            and e["user"]["username"] == WATCHER and e["responseStatus"]["code"] == 201
+        )  # fmt: skip
+
+    def three_jobs(self, pool: str) -> tuple[str, ...]:
+        """Three nodes of ``pool`` in a new namespace, one two-worker VCJob ``train-<i>`` Running on
+        each (2 + 2 + 2 of 4 NPUs: one node can be freed by moving one job); balloons steer Volcano."""
+        nodes = tuple(f"{pool}-{i}" for i in (1, 2, 3))
+        self.add_nodes(nodes, pool=pool)
+        self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.ns}})
+        for i, node in enumerate(nodes):
+            # every other node full: 2 cards beside an earlier job, 4 on a node still empty
+            self.set_balloons({n: 2 if j < i else 4 for j, n in enumerate(nodes) if j != i})
+            self.apply(vcjob(self.ns, f"train-{i}", pool))
+            wait_for(lambda i=i, node=node: self.job_nodes(f"train-{i}") == [node] * 2, 90, why=f"train-{i} on {node}")
+        self.set_balloons({})
+        return nodes
+
+    def job_nodes(self, job: str) -> list[str]:
+        return [node for pod, node in self.placement().items() if pod.startswith(f"{job}-")]
+
     def set_balloons(self, cards: dict[str, int]) -> None:
         """Only these balloons (bare pods bound to a node holding ``cards`` NPUs) from now on."""
         self.kubectl("delete", "pods", "-n", "default", "-l", BALLOON, "--wait=true")
         wait_for(lambda: not items(self.cluster, "pods", "-n", "default", "-l", BALLOON), 30, why="balloons gone")
         if cards:
             self.apply([_balloon(n, c) for n, c in cards.items()])
+
+
+def vcjob(ns: str, name: str, pool: str) -> dict[str, Any]:
+    """A two-worker Volcano Job, one NPU each, on nodes labelled ``pool``, eligible for repacking."""
+    template = {"spec": {"nodeSelector": {"pool": pool}, "terminationGracePeriodSeconds": 5, "restartPolicy": "Never",
+                         "containers": [{"name": "trainer", "image": "alpine:3.20",
+                                         "resources": {"requests": {NPU: 1}, "limits": {NPU: 1}}}]}}  # fmt: skip
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": name, "namespace": ns, "labels": {"repack.volcano.sh/eligible": "true"}},
+            "spec": {"schedulerName": "volcano", "queue": "default", "minAvailable": 2,
+                     "tasks": [{"name": "worker", "replicas": 2, "template": template}]}}  # fmt: skip
+
+
+def execute_run(name: str, pool: str, mode: str = "Execute") -> dict[str, Any]:
+    """A run freeing nodes of ``pool`` by moving at most one PodGroup, evicting with no grace."""
+    return {"apiVersion": "repack.volcano.sh/v1alpha1", "kind": "RepackRun", "metadata": {"name": name},
+            "spec": {"mode": mode, "goals": [{"resource": NPU}], "maxPerRun": {"podGroups": 1},
+                     "scope": {"nodes": {"include": {"selector": {"matchLabels": {"pool": pool}}}}},
+                     "eviction": {"gracePeriodSeconds": 0}}}  # fmt: skip
 
 
 def _balloon(node: str, cards: int) -> dict[str, Any]:
