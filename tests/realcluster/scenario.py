@@ -82,6 +82,20 @@ class Scenario:
             and e["user"]["username"] == WATCHER and e["responseStatus"]["code"] == 201
         )  # fmt: skip
 
+    def check_evictions(self, relocations: list[dict[str, Any]]) -> Counter[str]:
+        """Every relocation's victim is Evicted; the watcher called the Eviction API at most once per
+        victim and for nothing else; a victim it did not evict was already going (a Volcano Job may
+        restart its other pods when one is evicted, the guide's "Evicting a pod may trigger restart
+        of the entire VCJob"), and the journal says so. The calls made, per pod."""
+        calls = self.evictions()
+        assert calls and max(calls.values()) == 1, calls
+        assert set(calls) <= {r["victimPodName"] for r in relocations}, calls
+        for r in relocations:
+            assert r["eviction"]["phase"] == "Evicted", r
+            if r["victimPodName"] not in calls:
+                assert r["eviction"]["message"].startswith(("already", "not needed")), r
+        return calls
+
     def three_jobs(self, pool: str) -> tuple[str, ...]:
         """Three nodes of ``pool`` in a new namespace, one two-worker VCJob ``train-<i>`` Running on
         each (2 + 2 + 2 of 4 NPUs: one node can be freed by moving one job); balloons steer Volcano."""
