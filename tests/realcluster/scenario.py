@@ -96,6 +96,19 @@ class Scenario:
                 assert r["eviction"]["message"].startswith(("already", "not needed")), r
         return calls
 
+    def check_outcome(self, status: dict[str, Any]) -> None:
+        """The run Succeeded; or — only while rebuilt pods are not gated (issue 22) — it Failed
+        PartiallyCompleted because vc-scheduler bound a rebuilt pod before the watcher nominated it:
+        that relocation has no selected node and the pod is bound off its planned node."""
+        if status["phase"] == "Succeeded":
+            return
+        reasons = {c["reason"] for c in status["conditions"] if c["type"] == "Failed" and c["status"] == "True"}
+        assert status["phase"] == "Failed" and reasons == {"PartiallyCompleted"}, status
+        raced = [r for r in status["relocations"] if r["placement"].get("actualNodeName") != r["plannedNodeName"]]
+        assert raced, status
+        for r in raced:
+            assert r["placement"]["phase"] == "BoundElsewhere" and not r["placement"].get("selectedNodeName"), r
+
     def three_jobs(self, pool: str) -> tuple[str, ...]:
         """Three nodes of ``pool`` in a new namespace, one two-worker VCJob ``train-<i>`` Running on
         each (2 + 2 + 2 of 4 NPUs: one node can be freed by moving one job); balloons steer Volcano."""
