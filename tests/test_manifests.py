@@ -88,7 +88,9 @@ def chart() -> list[dict[str, Any]]:
     [
         ("crd", ["CustomResourceDefinition"]),
         ("rbac", ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]),
-        ("default", ["ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Role", "RoleBinding"]),
+        ("webhook", ["MutatingWebhookConfiguration", "Role", "RoleBinding", "Service"]),
+        ("default", ["ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "MutatingWebhookConfiguration",
+                     "Role", "Role", "RoleBinding", "RoleBinding", "Service"]),
     ],
 )
 def test_every_base_renders_only_objects_this_project_owns(directory: str, kinds: list[str]) -> None:

@@ -40,6 +40,27 @@ class LeaseFlags:
 
 
 @dataclass(frozen=True)
+class WebhookFlags:
+    """The placement gate's admission webhook (``gates.py``, ``webhook.py``, ``certs.py``)."""
+
+    #: HTTPS port of ``/mutate-pods``; -1 (the default) serves none (the manifests use 9443)
+    port: int = -1
+    host: str = "0.0.0.0"
+    #: the Service the API server calls, in the watcher's namespace (its DNS names go in the certificate)
+    service: str = "repack-webhook"
+    #: the MutatingWebhookConfiguration whose caBundle the watcher keeps
+    config: str = "repack-placement-gate"
+    #: the Secret holding the CA and the serving certificate, in the watcher's namespace
+    secret: str = "repack-webhook-tls"
+    #: serve tls.crt/tls.key from this directory instead (cert-manager: its CA injector fills caBundle)
+    cert_dir: str = ""
+    #: more names for the certificate (DNS names or IP addresses: a url clientConfig)
+    names: tuple[str, ...] = ()
+    #: seconds a gated pod may wait for its nomination before the leader lifts the gate
+    gate_timeout: float = 60.0
+
+
+@dataclass(frozen=True)
 class WatchOptions:
     kubeconfig: str | None = None
     once: bool = False
@@ -54,6 +75,7 @@ class WatchOptions:
     #: plan on the sidecar's session ``latest`` (Volcano's newest cycle) while at most this many
     #: seconds old, else on the informer cache; 0 never uses it. Volcano opens a session every 1 s.
     session_max_age: float = 5.0
+    webhook: WebhookFlags = field(default_factory=WebhookFlags)
 
 
 def watch_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,17 +112,60 @@ def watch_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --sidecar: plan on its session 'latest' (fed by Volcano's extender plugin) while at most "
         "this many seconds old, else on the informer cache; 0: always the informer cache",
     )
+    hook = WebhookFlags()
+    web = parser.add_argument_group("placement gate", "the admission webhook holding rebuilt pods until nominated")
+    web.add_argument(
+        "--webhook-port",
+        type=int,
+        default=hook.port,
+        help="serve the webhook (HTTPS /mutate-pods) on this port (9443 in the manifests; -1: none)",
+    )
+    web.add_argument("--webhook-host", default=hook.host, help="address of the webhook port")
+    web.add_argument("--webhook-service", default=hook.service, help="the webhook's Service (certificate names)")
+    web.add_argument(
+        "--webhook-config", default=hook.config, help="the MutatingWebhookConfiguration to inject the CA into"
+    )
+    web.add_argument(
+        "--webhook-secret", default=hook.secret, help="the Secret keeping the webhook's CA and certificate"
+    )
+    web.add_argument(
+        "--webhook-cert-dir",
+        default=hook.cert_dir,
+        help="serve tls.crt and tls.key from this directory (cert-manager) instead of the Secret",
+    )
+    web.add_argument(
+        "--webhook-name",
+        dest="webhook_names",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="one more DNS name or IP address for the certificate (repeatable)",
+    )
+    web.add_argument(
+        "--gate-timeout",
+        type=float,
+        default=hook.gate_timeout,
+        help="seconds a gated rebuilt pod waits for its nomination before the gate is lifted anyway",
+    )
 
 
 def watch_options(ns: argparse.Namespace) -> WatchOptions:
     """The parsed flags, checked (a bad value is an InputError: exit 2)."""
-    for flag in ("period", "resync", "execute_cooldown", "eviction_timeout", "execution_timeout", "session_max_age"):
-        value, positive = getattr(ns, flag), flag == "period"
+    seconds = ("period", "resync", "execute_cooldown", "eviction_timeout", "execution_timeout", "session_max_age")
+    for flag in (*seconds, "gate_timeout"):
+        value, positive = getattr(ns, flag), flag in ("period", "gate_timeout")
         if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
             need = "a finite number of seconds " + ("> 0" if positive else ">= 0")
             raise InputError(f"--{flag.replace('_', '-')}", f"must be {need}, got {value:g}")
     if not -1 <= ns.metrics_port <= 65535:
         raise InputError("--metrics-port", "must be a port number (0: any free port), or -1 for none")
+    if not -1 <= ns.webhook_port <= 65535:
+        raise InputError("--webhook-port", "must be a port number (0: any free port), or -1 for none")
+    for flag in ("webhook_service", "webhook_config", "webhook_secret"):
+        if not getattr(ns, flag):
+            raise InputError(f"--{flag.replace('_', '-')}", "must not be empty")
+    if ns.webhook_cert_dir and not all((Path(ns.webhook_cert_dir) / f).is_file() for f in ("tls.crt", "tls.key")):
+        raise InputError("--webhook-cert-dir", f"{ns.webhook_cert_dir} has no tls.crt and tls.key")
     lease = LeaseFlags(ns.lease_name, ns.lease_namespace, ns.lease_duration, ns.renew_deadline, ns.retry_period)
     if not lease.duration > lease.renew_deadline > lease.retry_period > 0:
         raise InputError("--lease-duration", "needs lease duration > renew deadline > retry period > 0")
@@ -115,6 +180,16 @@ def watch_options(ns: argparse.Namespace) -> WatchOptions:
         metrics_port=ns.metrics_port,
         metrics_host=ns.metrics_host,
         session_max_age=ns.session_max_age,
+        webhook=WebhookFlags(
+            port=ns.webhook_port,
+            host=ns.webhook_host,
+            service=ns.webhook_service,
+            config=ns.webhook_config,
+            secret=ns.webhook_secret,
+            cert_dir=ns.webhook_cert_dir,
+            names=tuple(ns.webhook_names),
+            gate_timeout=ns.gate_timeout,
+        ),
     )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import structlog
@@ -79,6 +79,7 @@ class Controller:
         period: float = 2.0,
         backoff: Backoff | None = None,
         settle: float = 2.0,
+        chores: Sequence[Callable[[], object]] = (),
     ) -> None:
         self.cache = cache or ClusterCache(api)
         self.reconcilers = list(reconcilers)
@@ -86,6 +87,8 @@ class Controller:
         self.period = period
         #: after a reconcile, how long to wait for the cache to hold the run's current version
         self.settle = settle
+        #: the leader's periodic work beside the runs (the placement gate's release), each resync
+        self.chores = list(chores)
         self.queue = WorkQueue(backoff or Backoff(initial=min(0.5, period), cap=60.0))
         self.stopped = threading.Event()
         self._leading = threading.Event()
@@ -112,7 +115,14 @@ class Controller:
                 self.queue.add(name_of(run))
 
     def resync(self) -> int:
-        """Queue every run some reconciler wants; returns how many."""
+        """Queue every run some reconciler wants (and do the chores); returns how many runs."""
+        for chore in self.chores:
+            try:
+                chore()
+            except Exception as exc:  # an API outage: the next resync tries again
+                log.warning(
+                    "chore failed; will retry", chore=type(chore).__name__, error=f"{type(exc).__name__}: {exc}"
+                )
         names = [name_of(r) for r in self.cache.list_runs() if self.wanted(r)]
         for name in names:
             self.queue.add(name)

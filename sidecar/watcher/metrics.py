@@ -39,6 +39,8 @@ RECONCILE_SECONDS = Histogram(
 )
 PLANS = Counter("repack_watcher_plans_total", "Runs planned, by the view planned on (session: the scheduler's "
                 "latest, fresh; informer: the watcher's cache)", ["source"])  # fmt: skip
+GATES = Counter("repack_placement_gates_total", "Placement gates added to rebuilt pods at admission, or lifted "
+                "by the leader (run finished or gone, or not nominated in time)", ["action"])  # fmt: skip
 LEADER = Gauge("repack_leader", "1 while this replica holds the Lease (runs the controller), else 0")
 
 
@@ -60,6 +62,9 @@ class PrometheusWatcherObserver(WatcherObserver):
 
     def planned(self, source: str) -> None:
         PLANS.labels(source=source).inc()
+
+    def gate(self, action: str) -> None:
+        GATES.labels(action=action).inc()
 
 
 def relocation_phase(rel: Relocation) -> str:

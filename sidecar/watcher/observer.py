@@ -41,6 +41,9 @@ class WatcherObserver:
     def planned(self, source: str) -> None:
         """A run was planned on ``source``: the scheduler's session, or the informer cache."""
 
+    def gate(self, action: str) -> None:
+        """The placement gate was ``added`` to a pod at admission, or ``lifted`` by the leader."""
+
 
 _current = WatcherObserver()
 
@@ -109,3 +112,12 @@ def leading(leader: bool) -> None:
 
 def planned(source: str) -> None:
     _current.planned(source)
+
+
+def gate(action: str, pod: str, run: str = "", why: str = "") -> None:
+    """The placement gate ``added`` to ``pod`` (rebuilding a relocation of ``run``), or ``lifted``
+    by the leader (``why``); the pass's own un-gating after a nomination is not reported here."""
+    log.info(
+        "placement gate", action=action, pod=pod, **({"repackrun": run} if run else {}), **({"why": why} if why else {})
+    )
+    _current.gate(action)

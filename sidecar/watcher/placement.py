@@ -46,9 +46,11 @@ def owner_uids(snapshot: pb.Snapshot) -> dict[tuple[str, str], str]:
     }
 
 
-def replacement_group(rel: Relocation, pod: Obj | None, owners: Callable[[], dict[tuple[str, str], str]]) -> str | None:
+def replacement_group(rel: Relocation, pod: Obj | None, owner_of: Callable[[str, str], str]) -> str | None:
     """The PodGroup of ``pod`` when it is the relocation's replacement ("" = no PodGroup), else None.
-    ``owners`` (PodGroup → controller owner UID) is asked only for a PodGroup other than the original."""
+    ``owner_of(namespace, PodGroup)`` (its controller owner's UID) is asked only for a PodGroup other
+    than the original. The one recognition rule: the Execute pass and the placement gate's admission
+    both use it (a pod being admitted has no UID yet, and its name is the request's)."""
     if pod is None:
         return None
     meta = pod["metadata"]
@@ -57,9 +59,15 @@ def replacement_group(rel: Relocation, pod: Obj | None, owners: Callable[[], dic
     group = str((meta.get("annotations") or {}).get(GROUP_NAME, ""))
     if group == rel.pod_group_name:
         return group
-    if group and rel.owner.uid and owners().get((rel.namespace, group)) == rel.owner.uid:
+    if group and rel.owner.uid and owner_of(rel.namespace, group) == rel.owner.uid:
         return group
     return None
+
+
+def controller_uid(obj: Obj) -> str:
+    """The UID of ``obj``'s controller owner reference ("" without one)."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return next((str(r.get("uid") or "") for r in refs if r.get("controller")), "")
 
 
 def is_pending(pod: Obj) -> bool:
@@ -142,27 +150,42 @@ class Placer:
 
     def ungate(self, pod: Obj) -> bool:
         """Remove this project's scheduling gate and no other; False when there was none to remove."""
-        meta = pod["metadata"]
-        gates = (pod.get("spec") or {}).get("schedulingGates") or []
-        index = next((i for i, g in enumerate(gates) if g.get("name") == PLACEMENT_GATE), None)
-        if index is None:
-            return False
-        ops = [
-            {"op": "test", "path": "/metadata/uid", "value": meta["uid"]},
-            {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": PLACEMENT_GATE},
-            {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
-        ]
-        return self._patch(meta, ops, status=False, label="ungate")
+        return ungate(self._core, pod, self._hook)
 
     def _patch(self, meta: Obj, ops: list[Obj], *, status: bool, label: str) -> bool:
-        name, namespace = meta["name"], meta["namespace"]
-        call = self._core.patch_namespaced_pod_status if status else self._core.patch_namespaced_pod
-        try:
-            call(name, namespace, ops)
-        except ApiException as exc:
-            if exc.status not in (404, 409, 422):  # gone or changed: the next pass re-reads it
-                raise
-            return False
-        finally:
-            self._hook(f"{label}:{namespace}/{name}")
-        return True
+        return _patch(self._core, meta, ops, self._hook, status=status, label=label)
+
+
+def gate_index(pod: Obj) -> int | None:
+    """Where this project's gate is in ``spec.schedulingGates`` (None: the pod does not carry it)."""
+    gates = (pod.get("spec") or {}).get("schedulingGates") or []
+    return next((i for i, g in enumerate(gates) if g.get("name") == PLACEMENT_GATE), None)
+
+
+def ungate(core: client.CoreV1Api, pod: Obj, hook: Hook) -> bool:
+    """Remove this project's scheduling gate (and no other) from ``pod`` if it still has the same
+    UID and the gate where it was read; False when there was none, or the pod changed or went."""
+    index = gate_index(pod)
+    if index is None:
+        return False
+    meta = pod["metadata"]
+    ops = [
+        {"op": "test", "path": "/metadata/uid", "value": meta["uid"]},
+        {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": PLACEMENT_GATE},
+        {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
+    ]
+    return _patch(core, meta, ops, hook, status=False, label="ungate")
+
+
+def _patch(core: client.CoreV1Api, meta: Obj, ops: list[Obj], hook: Hook, *, status: bool, label: str) -> bool:
+    name, namespace = meta["name"], meta["namespace"]
+    call = core.patch_namespaced_pod_status if status else core.patch_namespaced_pod
+    try:
+        call(name, namespace, ops)
+    except ApiException as exc:
+        if exc.status not in (404, 409, 422):  # gone or changed: the next pass re-reads it
+            raise
+        return False
+    finally:
+        hook(f"{label}:{namespace}/{name}")
+    return True

@@ -208,7 +208,7 @@ class Pass:
         """(the relocation's next record, the pod to act on once it is journaled, the node to
         nominate there — "" to only remove this project's scheduling gate)."""
         pod = read_pod(self.t.core, rel.namespace, rel.victim_pod_name, self.t.hook)
-        group = replacement_group(rel, pod, lambda: owner_uids(self._snapshot()))
+        group = replacement_group(rel, pod, lambda ns, name: owner_uids(self._snapshot()).get((ns, name), ""))
         if pod is None or group is None:
             why = "waiting for the rebuilt pod"
             if pod is not None and pod["metadata"].get("uid") != rel.victim_pod_uid:

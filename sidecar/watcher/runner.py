@@ -12,22 +12,26 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import structlog
 from kubernetes import client
 
+from sidecar.watcher import certs
 from sidecar.watcher import observer as observe
 from sidecar.watcher.args import WatchOptions, connect, lease_namespace
 from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.controller import Controller, Reconciler, dry_run
 from sidecar.watcher.dryrun import InProcessPlanner, Planner
 from sidecar.watcher.execute import ExecuteReconciler
+from sidecar.watcher.gates import GateIndex, Lifter, owner_from
 from sidecar.watcher.lease import LeaderElector, LeaseConfig
 from sidecar.watcher.progress import ExecuteOptions
 from sidecar.watcher.status import utcnow
 from sidecar.watcher.supplement import SupplementPusher
 from sidecar.watcher.ttl import TTLReconciler
+from sidecar.watcher.webhook import WebhookServer
 
 if TYPE_CHECKING:
     from sidecar.metricsport import PortServer
@@ -89,6 +93,33 @@ def _serve_metrics(options: WatchOptions, cache: ClusterCache, controller: Contr
     return server
 
 
+def placement_gate(api: client.ApiClient, cache: ClusterCache, timeout: float) -> tuple[GateIndex, Lifter]:
+    """The active relocations (rebuilt from the runs on each run event) and the leader's gate
+    release (told by the pods informer which pods carry the gate)."""
+    gates = GateIndex(cache.list_runs, owner_from(cache.pod_groups.get))
+    cache.runs.add_handler(gates.refresh)
+    lifter = Lifter(client.CoreV1Api(api), gates, cache.pods.get, clock=utcnow, timeout=timeout)
+    cache.pods.add_handler(lifter.on_pod)
+    return gates, lifter
+
+
+def serve_webhook(api: client.ApiClient, options: WatchOptions, gates: GateIndex) -> WebhookServer:
+    """``--webhook-port``: its certificate from ``--webhook-cert-dir``, else from the Secret (issued
+    if needed) with the CA injected into the MutatingWebhookConfiguration; then HTTPS."""
+    flags = options.webhook
+    if flags.cert_dir:
+        cert, key = (Path(flags.cert_dir, f).read_bytes() for f in ("tls.crt", "tls.key"))
+    else:
+        namespace = lease_namespace(options.lease)
+        names = [*certs.service_names(flags.service, namespace), *flags.names]
+        bundle = certs.ensure_secret(client.CoreV1Api(api), namespace, flags.secret, names, utcnow())
+        certs.inject_ca(client.AdmissionregistrationV1Api(api), flags.config, bundle.ca)
+        cert, key = bundle.cert, bundle.key
+    server = WebhookServer(flags.host, flags.port, cert, key, gates.review)
+    log.info("placement gate webhook", address=f"{flags.host}:{server.port}", gate_timeout=flags.gate_timeout)
+    return server
+
+
 def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Event | None = None) -> int:
     """One pass (``options.once``) or the controller until SIGTERM/SIGINT (or ``stop``); exit code 0.
     ``planner`` None plans in process (the CLI passes the gRPC client: the watcher may not import it);
@@ -96,10 +127,15 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
     api = connect(options.kubeconfig)
     stop = stop or threading.Event()
     cache = ClusterCache(api, resync=options.resync)
+    gates, lifter = placement_gate(api, cache, options.webhook.gate_timeout)
     controller = Controller(
-        api, reconcilers(api, planner or InProcessPlanner(), cache, options), cache=cache, period=options.period
+        api,
+        reconcilers(api, planner or InProcessPlanner(), cache, options),
+        cache=cache,
+        period=options.period,
+        chores=[lifter],
     )
-    server = None
+    server = webhook = None
     # through a sidecar: push it the namespace labels and PDBs Volcano's session lacks
     pusher = SupplementPusher(planner, cache, period=options.period) if planner is not None else None
     previous = observe.current()
@@ -121,6 +157,8 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
                 pusher.start()
             if options.metrics_port >= 0:
                 server = _serve_metrics(options, cache, controller)
+            if options.webhook.port >= 0:
+                webhook = serve_webhook(api, options, gates)
             elector = None
             if options.leader_elect:
                 lease = LeaseConfig(
@@ -146,6 +184,8 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
     finally:
         if pusher is not None:
             pusher.stop()
+        if webhook is not None:
+            webhook.close()
         if server is not None:
             server.close()
             observe.install(previous)

@@ -56,7 +56,16 @@ BUILTIN = [
     ResourceType("", "v1", "Pod", "pods", "pod", True, ("po",), ("status", "eviction", "binding"), ("all",), "pending"),
     ResourceType("", "v1", "Binding", "bindings", "binding", True),  # create-only: POST binds a pod
     ResourceType("", "v1", "Event", "events", "event", True, ("ev",)),
+    ResourceType("", "v1", "Secret", "secrets", "secret", True),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", "lease", True),
+    ResourceType(
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        "mutatingwebhookconfiguration",
+        False,
+    ),
     ResourceType(
         "policy",
         "v1",

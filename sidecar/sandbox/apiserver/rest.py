@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
+from sidecar.sandbox.apiserver import admission, podrules
 from sidecar.sandbox.apiserver import patch as patches
-from sidecar.sandbox.apiserver import podrules
 from sidecar.sandbox.apiserver.apierrors import ApiError, conflict, gone, invalid, not_found, success
 from sidecar.sandbox.apiserver.registry import Registry, ResourceType
 from sidecar.sandbox.apiserver.selectors import Predicate
@@ -55,7 +55,8 @@ def encode_continue(rv: int, start: tuple[str, str]) -> str:
 
 
 class Api:
-    """The emulator's REST operations; ``lifecycle`` (set by the server) schedules graceful removals."""
+    """The emulator's REST operations; ``lifecycle`` (set by the server) schedules graceful removals;
+    a client's create passes the mutating admission webhooks the stored configurations name."""
 
     def __init__(self, store: Store, registry: Registry) -> None:
         self.store, self.registry = store, registry
@@ -90,6 +91,8 @@ class Api:
         deletionTimestamp kept as given, which no client request could set)."""
         obj = clone(body)
         obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
+        if not stored:
+            obj = admission.admit(self.store, rt, namespace or _meta(obj).get("namespace", ""), obj)
         meta = _meta(obj)
         if not meta.get("name"):
             if not meta.get("generateName"):
