@@ -34,7 +34,7 @@ RESTRICTED = {
 }
 IMAGE = "ghcr.io/volcano-repack/repack-sidecar:0.1.0"
 WATCHER_ARGS = ["watch", "--sidecar", "127.0.0.1:50151", "--metrics-port", "9465", "--lease-namespace",
-                "volcano-system", "--lease-name", "repack-watcher"]  # fmt: skip
+                "volcano-system", "--lease-name", "repack-watcher", "--webhook-port", "9443", "--gate-timeout", "60"]  # fmt: skip
 #: each container's metrics port: /metrics, /healthz (liveness), /readyz (readiness)
 METRICS_PORT = {"repack-sidecar": 9464, "repack-watcher": 9465}
 TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -87,8 +87,8 @@ def chart() -> list[dict[str, Any]]:
     ("directory", "kinds"),
     [
         ("crd", ["CustomResourceDefinition"]),
-        ("rbac", ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]),
-        ("webhook", ["MutatingWebhookConfiguration", "Role", "RoleBinding", "Service"]),
+        ("rbac", ["ClusterRole", "ClusterRoleBinding", "Role", "Role", "RoleBinding", "RoleBinding"]),
+        ("webhook", ["MutatingWebhookConfiguration", "Service"]),
         ("default", ["ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "MutatingWebhookConfiguration",
                      "Role", "Role", "RoleBinding", "RoleBinding", "Service"]),
     ],
@@ -152,7 +152,7 @@ def _pod_checks(deployment: dict[str, Any]) -> None:
             continue
         assert c["securityContext"] == RESTRICTED, name
         assert c["resources"]["requests"].keys() == {"cpu", "memory"} and "memory" in c["resources"]["limits"], name
-        (port,) = c["ports"]
+        port = c["ports"][0]
         assert port["containerPort"] == METRICS_PORT[name], name
         for probe, path in (("startupProbe", "/healthz"), ("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
             assert c[probe]["httpGet"] == {"path": path, "port": port["name"]}, (name, probe)
@@ -163,6 +163,8 @@ def _pod_checks(deployment: dict[str, Any]) -> None:
     token = [m for m in sidecar["volumeMounts"] if m["mountPath"] == TOKEN_PATH]
     assert token and token[0]["readOnly"] is True
     assert TOKEN_PATH not in {m["mountPath"] for m in watcher["volumeMounts"]}, "the watcher needs its token"
+    assert [p["name"] for p in sidecar["ports"]] == ["repack-metrics"], "the sidecar listens on loopback only"
+    assert watcher["ports"][1:] == [{"name": "repack-webhook", "containerPort": 9443, "protocol": "TCP"}]
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert {v["name"] for v in original["spec"]["template"]["spec"]["volumes"]} <= set(volumes), "chart's kept"
     assert "emptyDir" in volumes[token[0]["name"]]
@@ -251,3 +253,29 @@ def test_a_schema_error_is_caught() -> None:
     bad["spec"]["template"]["spec"]["containers"][0]["livenessProbe"] = {"httpGet": {"paht": "/healthz", "port": 1}}
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(bad, KUBE_VERSION, strict=True)
+
+
+# -- the placement gate's webhook ------------------------------------------------------------------------
+@needs_kubectl
+def test_the_webhook_manifests_are_what_the_watcher_serves(overlay: list[dict[str, Any]]) -> None:
+    """The configuration is ``gates.configuration`` with the Service clientConfig (one definition);
+    the Service reaches the watcher's webhook port in the scheduler pod; the watcher's Secret name,
+    configuration name and Service name are its flags' defaults."""
+    from sidecar.watcher.args import WebhookFlags
+    from sidecar.watcher.gates import configuration
+
+    flags = WebhookFlags()
+    objs = render("webhook")
+    service = one(objs, "Service", flags.service)
+    deployment = one(overlay, "Deployment", "volcano-scheduler")
+    assert service["metadata"]["namespace"] == deployment["metadata"]["namespace"] == "volcano-system"
+    assert service["spec"]["selector"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    (port,) = service["spec"]["ports"]
+    watcher = {c["name"]: c for c in deployment["spec"]["template"]["spec"]["containers"]}["repack-watcher"]
+    assert port["targetPort"] in {p["name"] for p in watcher["ports"]} and port["port"] == 443
+    assert _flag(watcher["args"], "--webhook-port") == "9443"
+    client_config = {"service": {"name": flags.service, "namespace": "volcano-system", "path": "/mutate-pods",
+                                 "port": 443}}  # fmt: skip
+    assert one(objs, "MutatingWebhookConfiguration", flags.config) == configuration(client_config)
+    role = one(render("rbac"), "Role", "repack-webhook-tls")
+    assert {n for r in role["rules"] for n in r.get("resourceNames", [])} == {flags.secret}

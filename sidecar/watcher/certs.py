@@ -146,7 +146,7 @@ def _from_secret(secret: Obj) -> Bundle | None:
         return None
 
 
-def _secret(namespace: str, name: str, bundle: Bundle, version: str) -> Obj:
+def secret_object(namespace: str, name: str, bundle: Bundle, version: str) -> Obj:
     data = {"ca.crt": bundle.ca, "ca.key": bundle.ca_key, "tls.crt": bundle.cert, "tls.key": bundle.key}
     meta: Obj = {"name": name, "namespace": namespace, "labels": LABELS}
     if version:
@@ -176,7 +176,7 @@ def ensure_secret(core: client.CoreV1Api, namespace: str, name: str, names: Sequ
         wanted = list(dict.fromkeys([*names, *(cert_names(bundle.cert) if ca and bundle else [])]))
         fresh = issue(wanted, now, ca)
         version = str(current["metadata"].get("resourceVersion", "")) if current is not None else ""
-        body = _secret(namespace, name, fresh, version)
+        body = secret_object(namespace, name, fresh, version)
         try:
             if current is None:
                 core.create_namespaced_secret(namespace, cast(Any, body))
