@@ -12,8 +12,9 @@ from sidecar.cli import main
 def test_with_the_placement_gate_the_guide_cluster_is_repacked_and_step7_binds_on_the_freed_node(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["demo", "--execute", "--gates"]) == 0
+    assert main(["demo", "--execute"]) == 0  # the shipped path: the webhook gates rebuilt pods
     out = capsys.readouterr().out
+    assert "the placement gate's admission webhook on " in out
     assert "repackrun/ascend-execute-001 Succeeded  Complete: ExecutionCompleted" in out
     # each relocation is narrated: evicted, its planned node selected (nominated), bound there
     for worker, node in (("worker-0", "ascend-node-02"), ("worker-1", "ascend-node-03")):
@@ -27,7 +28,7 @@ def test_with_the_placement_gate_the_guide_cluster_is_repacked_and_step7_binds_o
 
 def test_without_gates_the_run_still_ends_explicitly(capsys: pytest.CaptureFixture[str]) -> None:
     """The nomination races the scheduler's cycle: the outcome may differ, never silently."""
-    code = main(["demo", "--execute"])
+    code = main(["demo", "--execute", "--no-gates"])
     out = capsys.readouterr().out
     ended = re.search(r"repackrun/ascend-execute-001 (Succeeded|Failed)  (Complete|Failed): (\w+)", out)
     assert ended is not None, out

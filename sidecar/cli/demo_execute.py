@@ -26,6 +26,7 @@ from typing import Any, cast
 import yaml
 from kubernetes import client, config
 
+from sidecar.cli.localgate import serve_local_gate
 from sidecar.cli.output import table
 from sidecar.client import RepackClient
 from sidecar.sandbox.apiserver import ApiServer
@@ -36,7 +37,6 @@ from sidecar.snapshot.io import load_snapshot
 from sidecar.watcher.args import ExecuteFlags, WatchOptions
 from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.controller import Controller
-from sidecar.watcher.placement import PLACEMENT_GATE
 from sidecar.watcher.runner import reconcilers
 from sidecar.watcher.status import GROUP, PLURAL, TERMINAL, VERSION
 
@@ -172,17 +172,20 @@ class Narrator:
                 self.say("  " + line)
 
 
-def run_demo(out: Callable[[str], None] = print, *, gates: bool = False, timeout: float = 60.0) -> int:
+def run_demo(out: Callable[[str], None] = print, *, gates: bool = True, timeout: float = 60.0) -> int:
     """The whole show; exit code 0 when the run Succeeded and Step 7's job bound on a freed node.
-    ``gates``: rebuilt pods are created with this project's placement gate (what an admission
-    webhook would add), so the scheduler waits for the nomination instead of racing it."""
-    plane = ControlPlaneConfig(scheduler_period=SCHEDULE_PERIOD, rebuild_gates=(PLACEMENT_GATE,) if gates else ())
+    ``gates`` (the shipped path): the watcher serves the placement gate's webhook and the sandbox's
+    admission calls it, so rebuilt pods wait for their nomination; without, they race the scheduler."""
+    plane = ControlPlaneConfig(scheduler_period=SCHEDULE_PERIOD)
     with ApiServer(control_plane=plane) as sandbox, BackgroundServer() as sidecar:
         sandbox.load(guide_cluster())
-        return _show(sandbox, sidecar, out, timeout)
+        sandbox.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
+        return _show(sandbox, sidecar, out, timeout, gates)
 
 
-def _show(sandbox: ApiServer, sidecar: BackgroundServer, out: Callable[[str], None], timeout: float) -> int:
+def _show(
+    sandbox: ApiServer, sidecar: BackgroundServer, out: Callable[[str], None], timeout: float, gates: bool
+) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = sandbox.kubeconfig(Path(tmp) / "kubeconfig")
         api = config.new_client_from_config(str(kubeconfig))  # type: ignore[no-untyped-call]
@@ -190,12 +193,19 @@ def _show(sandbox: ApiServer, sidecar: BackgroundServer, out: Callable[[str], No
     planner = RepackClient(sidecar.target)
     cache = ClusterCache(api)
     options = WatchOptions(execute=ExecuteFlags(cooldown=30.0, eviction_timeout=20.0, execution_timeout=45.0))
-    controller = Controller(api, reconcilers(api, planner, cache, options), cache=cache, period=0.5)
+    gate = serve_local_gate(api, cache) if gates else None
+    chores = [gate.lifter] if gate is not None else []
+    controller = Controller(api, reconcilers(api, planner, cache, options), cache=cache, period=0.5, chores=chores)
+    webhook = (
+        f"\n  the placement gate's admission webhook on {gate.server.port} (HTTPS; the sandbox's admission calls it)"
+        if gate is not None
+        else "\n  no placement gate (--no-gates): rebuilt pods race the scheduler's next cycle"
+    )
     out(
         "Repacking the user guide's cluster end to end, without a cluster:\n"
         f"  Kubernetes API sandbox {sandbox.url} with a simulated Volcano (scheduler every {SCHEDULE_PERIOD:g} s,\n"
         "  kubelet, Volcano Job and ModelServing controllers); the repack sidecar on gRPC "
-        f"{sidecar.target};\n  the RepackRun watcher (informers, event-driven) between them.\n"
+        f"{sidecar.target};\n  the RepackRun watcher (informers, event-driven) between them;{webhook}.\n"
         "  Cluster: the guide's example, 3 Ascend nodes of 4 NPUs.\n"
     )
     out(node_table(core) + "\n")
@@ -235,12 +245,15 @@ def _show(sandbox: ApiServer, sidecar: BackgroundServer, out: Callable[[str], No
             out(
                 "nominatedNodeName is a suggestion: a scheduling cycle that read the cluster before the\n"
                 "nomination landed may bind a rebuilt pod elsewhere, even back on the node being emptied.\n"
-                "`demo --execute --gates` creates rebuilt pods behind the placement gate, which closes that race."
+                "The placement gate (the default; this run had --no-gates) holds rebuilt pods until nominated,\n"
+                "which closes that race."
             )
             return 1
         return _step7(sandbox, core, narrator, set(result.get("freedNodes") or []), out)
     finally:
         controller.stop_leading()
+        if gate is not None:
+            gate.close()
         cache.stop()
         planner.close()
         api.close()

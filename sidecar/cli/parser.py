@@ -121,7 +121,13 @@ def build(handlers: Mapping[str, Handler], description: str | None = None) -> ar
     dm.add_argument(
         "--execute", action="store_true", help="repack the guide's cluster end to end (sandbox + sidecar + watcher)"
     )
-    dm.add_argument("--gates", action="store_true", help="with --execute: rebuilt pods wait behind the placement gate")
+    dm.add_argument(
+        "--gates",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --execute: the placement gate's webhook holds rebuilt pods until nominated (default; "
+        "--no-gates shows the race without it)",
+    )
     dm.set_defaults(func=handlers["demo"])
 
     sn = sub.add_parser("snapshot", help="snapshot tools")
