@@ -108,9 +108,10 @@ def test_watcher_execute_benchmark_runs_on_the_guide_cluster(capsys: pytest.Capt
     argv = ["--source", "guide", "--repeats", "1", "--schedule-period", "0.1", "--timeout", "30"]
     assert watcher_execute.main(argv) == 0
     out = capsys.readouterr().out
-    assert "without gates: 1 runs, " in out  # bare rebuilt pods race the scheduler: any outcome
-    assert "with gates: 1 runs, Succeeded/ExecutionCompleted x1" in out
-    assert "gates: wall time" in out
+    assert "bare: 1 runs, " in out  # bare rebuilt pods race the scheduler: any outcome
+    assert "webhook gate: 1 runs, Succeeded/ExecutionCompleted x1" in out
+    assert "gate: wall time" in out
+    assert "nominated before bind 100% (>= 100%): met" in out
     saved = json.loads((out_dir() / "watcher_execute_guide.json").read_text())
     for runs in saved["runs"].values():
         (run,) = runs
@@ -118,8 +119,8 @@ def test_watcher_execute_benchmark_runs_on_the_guide_cluster(capsys: pytest.Capt
         assert run["api_requests"] > 0 and "create pods/eviction" in run["api_requests_by_kind"]
     # without the gate the scheduler may bind a replacement before any nomination: only gated
     # runs are sure to nominate
-    assert "patch pods/status" in saved["runs"]["with gates"][0]["api_requests_by_kind"]
-    (gated,) = saved["runs"]["with gates"]
+    assert "patch pods/status" in saved["runs"]["webhook gate"][0]["api_requests_by_kind"]
+    (gated,) = saved["runs"]["webhook gate"]
     # with the gate the scheduler cannot bind a replacement before its nomination
     assert gated["nominated_before_bind"] == 2 and gated["on_selected_node"] == 2
     assert gated["ungated_before_nominated"] == 0 and gated["sidecar_calls"]["Plan"] == 1
