@@ -53,7 +53,7 @@ def _restart_etcd(cluster: RealCluster, watcher: Watcher) -> Watcher:
 @_fault("watcher-killed")
 def _kill_watcher(cluster: RealCluster, watcher: Watcher) -> Watcher:
     watcher.stop(signal.SIGKILL)
-    return Watcher(watcher.kubeconfig, watcher.log).start()
+    return Watcher(watcher.kubeconfig, watcher.log, gate_port=watcher.gate_port).start()
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
@@ -63,7 +63,7 @@ def test_execute_survives(fault: str, real_cluster: RealCluster, tmp_path: Path)
     pool = f"faults-{fault}"
     s.three_jobs(pool)
     kubeconfig = real_cluster.service_account_kubeconfig("volcano-system", "volcano-scheduler", tmp_path / "kc")
-    watcher = Watcher(kubeconfig, tmp_path / "watcher.log").start()
+    watcher = Watcher(kubeconfig, tmp_path / "watcher.log", gate_port=real_cluster.gate_port).start()
     try:
         s.apply(execute_run(f"execute-{fault}", pool))
         wait_for(lambda: s.run(f"execute-{fault}").get("status", {}).get("relocations"), 60,

@@ -28,7 +28,7 @@ from tests.realcluster.fixtures import Watcher, jsonpath, real_cluster, wait_for
 from tests.realcluster.launcher import RealCluster
 from tests.realcluster.modelserving import ModelServingDouble
 from tests.realcluster.scenario import NPU, WATCHER, Scenario
-from tests.test_manifests_rbac import CLUSTER_GRANTS, LEASE_GRANTS
+from tests.test_manifests_rbac import CLUSTER_GRANTS, LEASE_GRANTS, TLS_GRANTS
 
 __all__ = ["real_cluster"]
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def guide(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -
     kubeconfig = real_cluster.service_account_kubeconfig(
         "volcano-system", "volcano-scheduler", tmp / "watcher.kubeconfig"
     )
-    watcher = Watcher(kubeconfig, tmp / "watcher.log").start()
+    watcher = Watcher(kubeconfig, tmp / "watcher.log", gate_port=real_cluster.gate_port).start()
     try:
         yield g
     finally:
@@ -151,10 +151,9 @@ def test_step5_and_6_execute(guide: Scenario) -> None:
     status = run["status"]
     assert status["phase"] == "Succeeded", json.dumps(status, indent=1)
     (reason,) = [c["reason"] for c in status["conditions"] if c["type"] == "Complete" and c["status"] == "True"]
-    # ExecutionCompleted: every rebuilt pod bound where nominated; WithAlternativePlacement: vc-scheduler
-    # bound one elsewhere (a rebuilt pod can be scheduled before its nomination lands: no placement
-    # gate yet, issue 22) and the node was still freed — both are the guide's success outcomes
-    assert reason in ("ExecutionCompleted", "ExecutionCompletedWithAlternativePlacement"), reason
+    # every rebuilt pod was created behind the placement gate, so vc-scheduler bound it only after
+    # the watcher had nominated it: where it was planned
+    assert reason == "ExecutionCompleted", json.dumps(status, indent=1)
     wide = guide.kubectl("get", "repackrun", "ascend-execute-001", "-o", "wide")
     assert "Succeeded" in wide.splitlines()[1], wide
     relocations = jsonpath(
@@ -176,13 +175,13 @@ def test_step5_and_6_execute(guide: Scenario) -> None:
         assert row.startswith(f"{NS}/{worker}\t")
         assert fields["eviction"] == "Evicted", row
         assert fields["planned"] in ("ascend-node-02", "ascend-node-03")
-        # nominated on the planned node, or not at all: vc-scheduler bound the rebuilt pod first (issue 22)
-        assert fields["selected"] in (fields["planned"], ""), row
-        assert fields["actual"] in ("ascend-node-02", "ascend-node-03"), row
-        assert fields["placement"] == ("Bound" if fields["actual"] == fields["planned"] else "BoundElsewhere"), row
+        assert fields["selected"] == fields["actual"] == fields["planned"], row
+        assert fields["placement"] == "Bound", row
         assert fields["replacement"] == worker
         planned[worker], actual[worker] = fields["planned"], fields["actual"]
-    assert (actual == planned) == (reason == "ExecutionCompleted"), (reason, planned, actual)
+    # created gated by the webhook kube-apiserver called over HTTPS (its audit annotation on each create)
+    gated = guide.gated()
+    assert {w: gated.get(w) for w in planned} == {w: ["gated"] for w in planned}, gated
     assert guide.kubectl("get", "pod", "-A", "--field-selector", "spec.nodeName=ascend-node-01", "-o", "name") == ""
     assert guide.placement() == before | actual  # every pod rebuilt and Running again, where the journal says
     result = jsonpath(guide.cluster, "repackrun", "ascend-execute-001", expr=(
@@ -241,7 +240,10 @@ def test_ttl_deletes_a_finished_run(guide: Scenario) -> None:
 
 
 #: grants the runs above do not exercise on this cluster, each with the reason
-UNEXERCISED = {("", "pods", "patch"): "removing the placement scheduling gate: nothing gates pods here (issue 22)"}
+UNEXERCISED = {
+    ("", "secrets", "update"): "renewing the webhook certificate (30 days before it expires, or a missing name); "
+    "exercised on the sandbox by tests/test_manifests_rbac.py",
+}
 
 
 def test_rbac_the_watcher_is_allowed_all_it_does_and_granted_no_more(guide: Scenario) -> None:
@@ -253,9 +255,13 @@ def test_rbac_the_watcher_is_allowed_all_it_does_and_granted_no_more(guide: Scen
     denied = [(e["verb"], e["requestURI"]) for e in mine if e["responseStatus"]["code"] == 403]
     assert not denied, denied
     used = {(_group(e), _resource(e), e["verb"]) for e in mine if "objectRef" in e}
-    assert used <= CLUSTER_GRANTS | LEASE_GRANTS, used - (CLUSTER_GRANTS | LEASE_GRANTS)
-    assert (CLUSTER_GRANTS | LEASE_GRANTS) - used == set(UNEXERCISED), "a grant no step used"
-    assert {e["objectRef"].get("namespace") for e in mine if _resource(e) == "leases"} == {"volcano-system"}
+    granted = CLUSTER_GRANTS | LEASE_GRANTS | TLS_GRANTS
+    assert used <= granted, used - granted
+    assert granted - used == set(UNEXERCISED), "a grant no step used"
+    for resource in ("leases", "secrets"):
+        assert {e["objectRef"].get("namespace") for e in mine if _resource(e) == resource} == {"volcano-system"}
+    named = {e["objectRef"].get("name") for e in mine if _resource(e) == "mutatingwebhookconfigurations"}
+    assert named == {"repack-placement-gate"}
     # anything broader is refused by the real authorizer
     kubeconfig = guide.tmp / "watcher.kubeconfig"
     for verb, what in (
@@ -263,6 +269,9 @@ def test_rbac_the_watcher_is_allowed_all_it_does_and_granted_no_more(guide: Scen
         ("delete", "pods"),
         ("update", "nodes"),
         ("list", "secrets"),
+        ("get", "secrets/other"),
+        ("delete", "mutatingwebhookconfigurations/repack-placement-gate"),
+        ("patch", "validatingwebhookconfigurations"),
         ("create", "repackruns.repack.volcano.sh"),
         ("patch", "podgroups.scheduling.volcano.sh"),
     ):

@@ -47,11 +47,16 @@ def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealClust
 class Watcher:
     """``repack-sidecar watch`` as a process (the shipped entry point), logging to ``log``."""
 
-    def __init__(self, kubeconfig: Path, log: Path, *extra: str) -> None:
-        self.kubeconfig = kubeconfig
+    def __init__(self, kubeconfig: Path, log: Path, *extra: str, gate_port: int | None = None) -> None:
+        """``gate_port``: serve the placement gate's webhook there (``RealCluster.gate_port``, where the
+        configuration points), as the shipped manifests run it; None: no webhook (the API server's
+        calls then fail open, failurePolicy Ignore)."""
+        self.kubeconfig, self.gate_port = kubeconfig, gate_port
+        gate = ["--webhook-port", str(gate_port), "--webhook-host", "127.0.0.1", "--webhook-name", "127.0.0.1"]
         self.argv = [sys.executable, "-m", "sidecar", "watch", "--kubeconfig", str(kubeconfig), "--in-process",
                      "--lease-namespace", "volcano-system", "--period", "0.5", "--execute-cooldown", "5",
-                     "--eviction-timeout", "60", "--execution-timeout", "240", *extra]  # fmt: skip
+                     "--eviction-timeout", "60", "--execution-timeout", "240",
+                     *(gate if gate_port is not None else []), *extra]  # fmt: skip
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
 

@@ -155,6 +155,9 @@ class RealCluster:
         self.components: dict[str, Component] = {}
         self.kubeconfig = self.dir / "kubeconfig"
         self.audit_log = self.dir / "audit.log"
+        #: where this session's watchers serve the placement gate's webhook (registered by URL:
+        #: there is no Service network here); one port, so one webhook-serving watcher at a time
+        self.gate_port = free_port()
 
     # -- paths and clients ------------------------------------------------------------------
     @property

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from sidecar.watcher.gates import configuration
 from tests.realcluster.fixtures import items, wait_for
 from tests.realcluster.launcher import RealCluster
 from tests.realcluster.modelserving import CRD as MODELSERVING_CRD
@@ -34,7 +35,8 @@ class Scenario:
 
     def install(self) -> None:
         """The project's install: the RepackRun CRD, the watcher's RBAC (manifests/) and the
-        ServiceAccount it binds; the ModelServing test double's CRD."""
+        ServiceAccount it binds, the placement gate's webhook configuration; the ModelServing test
+        double's CRD."""
         self.kubectl("apply", "-f", str(ROOT / "manifests" / "crd" / "repack.volcano.sh_repackruns.yaml"),
                      "-f", str(MODELSERVING_CRD))  # fmt: skip
         self.kubectl("wait", "--for=condition=Established", "crd/repackruns.repack.volcano.sh",
@@ -42,6 +44,9 @@ class Scenario:
         self.apply({"apiVersion": "v1", "kind": "ServiceAccount",
                     "metadata": {"name": "volcano-scheduler", "namespace": "volcano-system"}})  # fmt: skip
         self.kubectl("apply", "-k", str(ROOT / "manifests" / "rbac"))
+        # the shipped webhook configuration, its clientConfig a loopback URL instead of the Service
+        url = f"https://127.0.0.1:{self.cluster.gate_port}/mutate-pods"
+        self.kubectl("apply", "-f", "-", stdin=json.dumps(configuration({"url": url})))
 
     def add_nodes(self, names: tuple[str, ...], cards: int = 4, **labels: str) -> None:
         """KWOK nodes with ``cards`` NPUs each; waits until they are Ready and untainted."""
@@ -96,18 +101,28 @@ class Scenario:
                 assert r["eviction"]["message"].startswith(("already", "not needed")), r
         return calls
 
-    def check_outcome(self, status: dict[str, Any]) -> None:
-        """The run Succeeded; or — only while rebuilt pods are not gated (issue 22) — it Failed
-        PartiallyCompleted because vc-scheduler bound a rebuilt pod before the watcher nominated it:
-        that relocation has no selected node and the pod is bound off its planned node."""
-        if status["phase"] == "Succeeded":
-            return
-        reasons = {c["reason"] for c in status["conditions"] if c["type"] == "Failed" and c["status"] == "True"}
-        assert status["phase"] == "Failed" and reasons == {"PartiallyCompleted"}, status
-        raced = [r for r in status["relocations"] if r["placement"].get("actualNodeName") != r["plannedNodeName"]]
-        assert raced, status
-        for r in raced:
-            assert r["placement"]["phase"] == "BoundElsewhere" and not r["placement"].get("selectedNodeName"), r
+    def gated(self) -> dict[str, list[str]]:
+        """Pods of this namespace created behind the placement gate (the webhook's audit annotation),
+        and pod creates the webhook could not be asked about (failed open): pod name → what happened."""
+        out: dict[str, list[str]] = {}
+        for e in self.cluster.audit():
+            ref = e.get("objectRef", {})
+            if (
+                e["verb"] != "create"
+                or ref.get("resource") != "pods"
+                or ref.get("subresource")
+                or ref.get("namespace") != self.ns
+                or e["responseStatus"]["code"] != 201
+            ):
+                continue
+            notes = e.get("annotations") or {}
+            name = ref.get("name") or (e.get("responseObject") or {}).get("metadata", {}).get("name", "")
+            for key, value in notes.items():
+                if key.endswith(".placement.repack.volcano.sh/gated"):
+                    out.setdefault(name, []).append("gated")
+                elif key.startswith("failed-open.mutating.webhook.admission.k8s.io/"):
+                    out.setdefault(name, []).append(f"failed open: {value}")
+        return out
 
     def three_jobs(self, pool: str) -> tuple[str, ...]:
         """Three nodes of ``pool`` in a new namespace, one two-worker VCJob ``train-<i>`` Running on
