@@ -181,7 +181,7 @@ def test_step5_and_6_execute(guide: Scenario) -> None:
         planned[worker], actual[worker] = fields["planned"], fields["actual"]
     # created gated by the webhook kube-apiserver called over HTTPS (its audit annotation on each create)
     gated = guide.gated()
-    assert {w: gated.get(w) for w in planned} == {w: ["gated"] for w in planned}, gated
+    assert {w: gated.get(w) for w in planned} == {w: "gated" for w in planned}, gated
     assert guide.kubectl("get", "pod", "-A", "--field-selector", "spec.nodeName=ascend-node-01", "-o", "name") == ""
     assert guide.placement() == before | actual  # every pod rebuilt and Running again, where the journal says
     result = jsonpath(guide.cluster, "repackrun", "ascend-execute-001", expr=(

@@ -101,10 +101,11 @@ class Scenario:
                 assert r["eviction"]["message"].startswith(("already", "not needed")), r
         return calls
 
-    def gated(self) -> dict[str, list[str]]:
-        """Pods of this namespace created behind the placement gate (the webhook's audit annotation),
-        and pod creates the webhook could not be asked about (failed open): pod name → what happened."""
-        out: dict[str, list[str]] = {}
+    def gated(self) -> dict[str, str]:
+        """Pod name → what the placement gate's webhook did at its latest create in this namespace
+        (from the audit annotations): "gated", "failed open: <webhook>" (not reachable: created as
+        it was, failurePolicy Ignore), or "as is" (asked, nothing added; or not sent to it)."""
+        out: dict[str, str] = {}
         for e in self.cluster.audit():
             ref = e.get("objectRef", {})
             if (
@@ -116,12 +117,13 @@ class Scenario:
             ):
                 continue
             notes = e.get("annotations") or {}
-            name = ref.get("name") or (e.get("responseObject") or {}).get("metadata", {}).get("name", "")
+            outcome = "as is"
             for key, value in notes.items():
                 if key.endswith(".placement.repack.volcano.sh/gated"):
-                    out.setdefault(name, []).append("gated")
-                elif key.startswith("failed-open.mutating.webhook.admission.k8s.io/"):
-                    out.setdefault(name, []).append(f"failed open: {value}")
+                    outcome = "gated"
+                elif key.startswith("failed-open.mutation.webhook.admission.k8s.io/"):
+                    outcome = f"failed open: {value}"
+            out[ref.get("name", "")] = outcome
         return out
 
     def three_jobs(self, pool: str) -> tuple[str, ...]:
