@@ -34,7 +34,8 @@ RESTRICTED = {
 }
 IMAGE = "ghcr.io/volcano-repack/repack-sidecar:0.1.0"
 WATCHER_ARGS = ["watch", "--sidecar", "127.0.0.1:50151", "--metrics-port", "9465", "--lease-namespace",
-                "volcano-system", "--lease-name", "repack-watcher", "--webhook-port", "9443", "--gate-timeout", "60"]  # fmt: skip
+                "volcano-system", "--lease-name", "repack-watcher", "--webhook-port", "9443",
+                "--gate-timeout", "60"]  # fmt: skip
 #: each container's metrics port: /metrics, /healthz (liveness), /readyz (readiness)
 METRICS_PORT = {"repack-sidecar": 9464, "repack-watcher": 9465}
 TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -89,8 +90,20 @@ def chart() -> list[dict[str, Any]]:
         ("crd", ["CustomResourceDefinition"]),
         ("rbac", ["ClusterRole", "ClusterRoleBinding", "Role", "Role", "RoleBinding", "RoleBinding"]),
         ("webhook", ["MutatingWebhookConfiguration", "Service"]),
-        ("default", ["ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "MutatingWebhookConfiguration",
-                     "Role", "Role", "RoleBinding", "RoleBinding", "Service"]),
+        (
+            "default",
+            [
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "CustomResourceDefinition",
+                "MutatingWebhookConfiguration",
+                "Role",
+                "Role",
+                "RoleBinding",
+                "RoleBinding",
+                "Service",
+            ],
+        ),
     ],
 )
 def test_every_base_renders_only_objects_this_project_owns(directory: str, kinds: list[str]) -> None:
