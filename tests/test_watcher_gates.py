@@ -187,6 +187,78 @@ def test_the_webhook_answers_over_https_with_a_certificate_of_its_ca() -> None:
 
 
 # -- the leader's release, and an Execute behind the gate on the sandbox ---------------------------------
+def _guide_execute(tmp_path: Path, *, webhook: bool) -> tuple[list[tuple[str, list[str]]], Obj]:
+    """The guide's Execute on the sandbox with its control plane threads and the watcher in process;
+    rebuilt pods gated by the webhook (the shipped path) or by the sandbox's stand-in
+    (``ControlPlaneConfig.rebuild_gates``). The pods created (name, gates) and the finished run."""
+    from kubernetes import client, config
+
+    from sidecar.cli.localgate import serve_local_gate
+    from sidecar.sandbox.apiserver import ApiServer
+    from sidecar.sandbox.controlplane import ControlPlaneConfig
+    from sidecar.watcher.args import ExecuteFlags, WatchOptions
+    from sidecar.watcher.cluster import ClusterCache
+    from sidecar.watcher.controller import Controller
+    from sidecar.watcher.dryrun import InProcessPlanner
+    from sidecar.watcher.runner import reconcilers
+    from tests.sandbox_fixtures import wait_for
+
+    created: list[tuple[str, list[str]]] = []
+
+    def note(key: str, event: tuple[str, Obj, int]) -> None:
+        if key == "/pods" and event[0] == "ADDED":
+            gates = [g["name"] for g in (event[1].get("spec") or {}).get("schedulingGates") or []]
+            created.append((event[1]["metadata"]["name"], gates))
+
+    run = execute_run()
+    name = run["metadata"]["name"]
+    plane = ControlPlaneConfig(scheduler_period=0.05, rebuild_gates=() if webhook else (PLACEMENT_GATE,))
+    with ApiServer(history=500, control_plane=plane) as api:
+        api.load(guide_objects(grace=0))
+        api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
+        api.store.listeners.append(note)
+        k8s = config.new_client_from_config(str(api.kubeconfig(tmp_path / "kubeconfig")))
+        cache = ClusterCache(k8s)
+        gate = serve_local_gate(k8s, cache) if webhook else None
+        options = WatchOptions(execute=ExecuteFlags(cooldown=0.0))
+        controller = Controller(k8s, reconcilers(k8s, InProcessPlanner(), cache, options), cache=cache, period=0.2,
+                                chores=[gate.lifter] if gate else [])  # fmt: skip
+        cache.start()
+        controller.start_leading()
+        custom = client.CustomObjectsApi(k8s)
+
+        def current() -> Obj:
+            return dict(custom.get_cluster_custom_object("repack.volcano.sh", "v1alpha1", "repackruns", name))
+
+        try:
+            api.create(run, keep_status=False)
+            wait_for(lambda: current().get("status", {}).get("phase") in ("Succeeded", "Failed"), 30, why="finished")
+            return created, current()
+        finally:
+            controller.stop_leading()
+            cache.stop()
+            if gate is not None:
+                gate.close()
+            k8s.close()
+
+
+def test_the_sandbox_stand_in_gates_as_the_webhook_does(tmp_path: Path) -> None:
+    """``ControlPlaneConfig.rebuild_gates`` (used where tests drive the control plane step by step)
+    creates the same rebuilt pods as the webhook path and the run ends the same way."""
+    shipped, run = _guide_execute(tmp_path / "webhook", webhook=True)
+    stand_in, other = _guide_execute(tmp_path / "stand-in", webhook=False)
+    rebuilt = lambda created: [c for c in created if c[0] in (WORKER0, WORKER1)]  # noqa: E731
+    assert rebuilt(shipped) == rebuilt(stand_in) == [(WORKER0, [PLACEMENT_GATE]), (WORKER1, [PLACEMENT_GATE])]
+
+    def outcome(r: Obj) -> Any:
+        rels = [(x["victimPodName"], x["placement"]["phase"], x["placement"].get("actualNodeName"))
+                for x in r["status"]["relocations"]]  # fmt: skip
+        return true_reasons(r), sorted(rels), r["status"]["result"]["freedNodes"]
+
+    assert outcome(run) == outcome(other)
+    assert true_reasons(run) == [("Complete", "ExecutionCompleted")]
+
+
 def test_execute_behind_the_gate_then_the_leader_lifts_a_stray_gate(tmp_path: Path) -> None:
     """The shipped path on the sandbox: the configuration registered by URL, the watcher's webhook
     (Secret, CA injection, HTTPS), the sandbox's admission chain calling it. Both rebuilt pods are

@@ -10,9 +10,11 @@
 Pod removals arrive through a store listener (under the store lock: only noted), the work is
 done by ``cycle``, so a delete returns before its rebuild as with a real controller.
 
-``gates``: scheduling gates every rebuilt pod is created with — the effect of a mutating webhook
-or of Kthena's placement coordination (the guide's "placement lease and SchedulerGate"), which
-hold a rebuilt pod until the repack watcher has nominated its node and lifted its own gate.
+``gates``: scheduling gates every rebuilt pod is created with — a stand-in for the placement
+gate's webhook in the tests that drive the control plane step by step without a watcher process
+(``tests/execute_fixtures.py``). The shipped path is the webhook itself, which the API server's
+admission chain calls over HTTPS (``apiserver/admission.py``); tests/test_watcher_gates.py checks
+that both create the guide's rebuilt pods alike and lead to the same run.
 """
 
 from __future__ import annotations
