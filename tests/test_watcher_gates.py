@@ -9,6 +9,7 @@ import json
 import ssl
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -187,10 +188,14 @@ def test_the_webhook_answers_over_https_with_a_certificate_of_its_ca() -> None:
 
 
 # -- the leader's release, and an Execute behind the gate on the sandbox ---------------------------------
-def _guide_execute(tmp_path: Path, *, webhook: bool) -> tuple[list[tuple[str, list[str]]], Obj]:
+def _guide_execute(
+    tmp_path: Path, *, webhook: bool, after: Callable[[Any], None] | None = None
+) -> tuple[list[tuple[str, list[str]]], Obj]:
     """The guide's Execute on the sandbox with its control plane threads and the watcher in process;
-    rebuilt pods gated by the webhook (the shipped path) or by the sandbox's stand-in
-    (``ControlPlaneConfig.rebuild_gates``). The pods created (name, gates) and the finished run."""
+    rebuilt pods gated by the webhook (the shipped path: the configuration registered by URL, the
+    watcher's Secret, CA injection and HTTPS server, the sandbox's admission chain calling it) or by
+    the sandbox's stand-in (``ControlPlaneConfig.rebuild_gates``). ``after(k8s)`` runs once the run
+    finished, the watcher still leading. The pods created (name, gates) and the finished run."""
     from kubernetes import client, config
 
     from sidecar.cli.localgate import serve_local_gate
@@ -233,6 +238,8 @@ def _guide_execute(tmp_path: Path, *, webhook: bool) -> tuple[list[tuple[str, li
         try:
             api.create(run, keep_status=False)
             wait_for(lambda: current().get("status", {}).get("phase") in ("Succeeded", "Failed"), 30, why="finished")
+            if after is not None:
+                after(k8s)
             return created, current()
         finally:
             controller.stop_leading()
@@ -242,13 +249,16 @@ def _guide_execute(tmp_path: Path, *, webhook: bool) -> tuple[list[tuple[str, li
             k8s.close()
 
 
+def _rebuilt(created: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
+    return [c for c in created if c[0] in (WORKER0, WORKER1)]
+
+
 def test_the_sandbox_stand_in_gates_as_the_webhook_does(tmp_path: Path) -> None:
     """``ControlPlaneConfig.rebuild_gates`` (used where tests drive the control plane step by step)
     creates the same rebuilt pods as the webhook path and the run ends the same way."""
     shipped, run = _guide_execute(tmp_path / "webhook", webhook=True)
     stand_in, other = _guide_execute(tmp_path / "stand-in", webhook=False)
-    rebuilt = lambda created: [c for c in created if c[0] in (WORKER0, WORKER1)]  # noqa: E731
-    assert rebuilt(shipped) == rebuilt(stand_in) == [(WORKER0, [PLACEMENT_GATE]), (WORKER1, [PLACEMENT_GATE])]
+    assert _rebuilt(shipped) == _rebuilt(stand_in) == [(WORKER0, [PLACEMENT_GATE]), (WORKER1, [PLACEMENT_GATE])]
 
     def outcome(r: Obj) -> Any:
         rels = [(x["victimPodName"], x["placement"]["phase"], x["placement"].get("actualNodeName"))
@@ -256,76 +266,32 @@ def test_the_sandbox_stand_in_gates_as_the_webhook_does(tmp_path: Path) -> None:
         return true_reasons(r), sorted(rels), r["status"]["result"]["freedNodes"]
 
     assert outcome(run) == outcome(other)
-    assert true_reasons(run) == [("Complete", "ExecutionCompleted")]
 
 
 def test_execute_behind_the_gate_then_the_leader_lifts_a_stray_gate(tmp_path: Path) -> None:
-    """The shipped path on the sandbox: the configuration registered by URL, the watcher's webhook
-    (Secret, CA injection, HTTPS), the sandbox's admission chain calling it. Both rebuilt pods are
-    created gated, nominated, released and bound where planned; then a gated pod no run claims (a
-    watcher that died before its run ended) is released by the leader's next resync."""
-    from kubernetes import client, config
+    """The shipped path: both rebuilt pods created gated, nominated, released and bound where planned;
+    then a gated pod no run claims (a watcher that died before its run ended) is released by the
+    leader's next resync."""
+    from kubernetes import client
 
-    from sidecar.cli.localgate import serve_local_gate
-    from sidecar.sandbox.apiserver import ApiServer
-    from sidecar.sandbox.controlplane import ControlPlaneConfig
-    from sidecar.watcher.args import ExecuteFlags, WatchOptions
-    from sidecar.watcher.cluster import ClusterCache
-    from sidecar.watcher.controller import Controller
-    from sidecar.watcher.dryrun import InProcessPlanner
-    from sidecar.watcher.runner import reconcilers
     from tests.sandbox_fixtures import wait_for
 
-    created: list[tuple[str, list[str]]] = []
+    def stray(k8s: Any) -> None:
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "stray", "namespace": NS, "labels": {"volcano.sh/job-name": "x"}},
+               "spec": {"schedulerName": "volcano", "schedulingGates": [{"name": PLACEMENT_GATE}],
+                        "containers": [{"name": "c", "image": "pause"}]}}  # fmt: skip
+        core = client.CoreV1Api(k8s)
+        core.create_namespaced_pod(NS, pod)
+        wait_for(lambda: not core.read_namespaced_pod("stray", NS).spec.scheduling_gates, 10,
+                 why="the leader lifted the stray gate")  # fmt: skip
 
-    def note(key: str, event: tuple[str, Obj, int]) -> None:
-        if key == "/pods" and event[0] == "ADDED":
-            gates = [g["name"] for g in (event[1].get("spec") or {}).get("schedulingGates") or []]
-            created.append((event[1]["metadata"]["name"], gates))
-
-    run = execute_run()
-    with ApiServer(history=500, control_plane=ControlPlaneConfig(scheduler_period=0.05)) as api:
-        api.load(guide_objects(grace=0))
-        api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
-        api.store.listeners.append(note)
-        k8s = config.new_client_from_config(str(api.kubeconfig(tmp_path / "kubeconfig")))
-        cache = ClusterCache(k8s)
-        gate = serve_local_gate(k8s, cache, timeout=60.0)
-        options = WatchOptions(execute=ExecuteFlags(cooldown=0.0))
-        controller = Controller(k8s, reconcilers(k8s, InProcessPlanner(), cache, options), cache=cache, period=0.2,
-                                chores=[gate.lifter])  # fmt: skip
-        cache.start()
-        controller.start_leading()
-        try:
-            api.create(run, keep_status=False)
-            name = run["metadata"]["name"]
-            custom = client.CustomObjectsApi(k8s)
-
-            def current() -> Obj:
-                return dict(custom.get_cluster_custom_object("repack.volcano.sh", "v1alpha1", "repackruns", name))
-
-            wait_for(lambda: current().get("status", {}).get("phase") in ("Succeeded", "Failed"), 30, why="finished")
-            done = current()
-            assert true_reasons(done) == [("Complete", "ExecutionCompleted")], done["status"]
-            for rel in done["status"]["relocations"]:
-                placement = rel["placement"]
-                assert placement["phase"] == "Bound" and placement["selectedNodeName"] == rel["plannedNodeName"]
-            assert [c for c in created if c[0] in (WORKER0, WORKER1)] == [(WORKER0, [PLACEMENT_GATE]),
-                                                                          (WORKER1, [PLACEMENT_GATE])]  # fmt: skip
-            # a stray: created gated while no run claims it (as a dead watcher would leave it)
-            stray = {"apiVersion": "v1", "kind": "Pod",
-                     "metadata": {"name": "stray", "namespace": NS, "labels": {"volcano.sh/job-name": "x"}},
-                     "spec": {"schedulerName": "volcano", "schedulingGates": [{"name": PLACEMENT_GATE}],
-                              "containers": [{"name": "c", "image": "pause"}]}}  # fmt: skip
-            core = client.CoreV1Api(k8s)
-            core.create_namespaced_pod(NS, stray)
-            wait_for(lambda: not core.read_namespaced_pod("stray", NS).spec.scheduling_gates, 10,
-                     why="the leader lifted the stray gate")  # fmt: skip
-        finally:
-            controller.stop_leading()
-            cache.stop()
-            gate.close()
-            k8s.close()
+    created, done = _guide_execute(tmp_path, webhook=True, after=stray)
+    assert true_reasons(done) == [("Complete", "ExecutionCompleted")], done["status"]
+    for rel in done["status"]["relocations"]:
+        placement = rel["placement"]
+        assert placement["phase"] == "Bound" and placement["selectedNodeName"] == rel["plannedNodeName"]
+    assert _rebuilt(created) == [(WORKER0, [PLACEMENT_GATE]), (WORKER1, [PLACEMENT_GATE])]
     assert ("stray", [PLACEMENT_GATE]) in created
 
 
