@@ -88,7 +88,8 @@ def test_a_task_the_session_lacks_is_read_from_the_request(sidecar: BackgroundSe
 def test_bad_bodies_are_400_and_unknown_verbs_404(sidecar: BackgroundServer) -> None:
     assert post(sidecar, "predicate", b"{]")[0] == 400
     assert post(sidecar, "predicate", b"{}")[0] == 400
-    assert post(sidecar, "preemptable", b"{}")[0] == 404
+    assert post(sidecar, "preemptable", b'{"evictor": {}}')[0] == 200
+    assert post(sidecar, "nonsense", b"{}")[0] == 404
     # a bad session is accepted (200 at once) and rejected off the request path
     assert post(sidecar, "onSessionOpen", b'{"Nodes": []}') == (200, {})
 

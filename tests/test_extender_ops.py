@@ -96,7 +96,8 @@ def test_metrics_count_what_real_posts_did(sidecar: BackgroundServer, session: d
     assert post(sidecar, "prioritize", prio)[0] == 200
     assert post(sidecar, "predicate", b'{"task": {"UID": "u"}, "node": {"Name": Infinity}}')[0] == 400
     assert post(sidecar, "onSessionClose", b"{}")[0] == 200
-    assert post(sidecar, "preemptable", b"{}")[0] == 404
+    assert post(sidecar, "preemptable", b'{"evictor": {}}')[0] == 200
+    assert post(sidecar, "nonsense", b"{}")[0] == 404
     after = scrape(sidecar)
 
     requests = "repack_extender_requests_total"

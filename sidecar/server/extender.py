@@ -38,8 +38,32 @@ from sidecar.snapshot.volcano import check_names, decode_check, snapshot_from_se
 log = structlog.get_logger("sidecar.extender")
 
 SESSION = LATEST  # the session every onSessionOpen replaces
-SUCCESS, ERROR, UNSCHEDULABLE = 0, 1, 2
-VERBS = frozenset({"onSessionOpen", "onSessionClose", "predicate", "prioritize"})
+#: Volcano's status codes (pkg/scheduler/api/types.go): what ``predicate`` answers in ``code``
+SUCCESS, ERROR, UNSCHEDULABLE, UNRESOLVABLE = 0, 1, 2, 3
+#: the contract's FailureCode → Volcano's code (the contract numbers them from 1, Volcano from 2)
+VOLCANO_CODE = {
+    service_pb2.UNSCHEDULABLE: UNSCHEDULABLE,
+    service_pb2.UNSCHEDULABLE_AND_UNRESOLVABLE: UNRESOLVABLE,
+}
+#: the other verbs Volcano's extender plugin can be configured with (argument.go), answered in their
+#: types with the vote that changes nothing — the sidecar has no opinion on them: (the key the body
+#: must carry, the answer). preemptable/reclaimable/jobEnqueueable: Abstain (0); queueOverused: not
+#: overused; jobReady: no objection (Volcano ANDs the plugins' votes); allocateFunc/deallocateFunc:
+#: no error — ``latest`` is not changed, so a later predicate of the same cycle does not see the
+#: allocation; Volcano's own predicates (which do) run beside this one, so a pass here refuses nothing.
+NEUTRAL: dict[str, tuple[str, dict[str, Any]]] = {
+    "preemptable": ("evictor", {"status": 0, "victims": None}),
+    "reclaimable": ("evictor", {"status": 0, "victims": None}),
+    "jobEnqueueable": ("job", {"status": 0}),
+    "queueOverused": ("queue", {"overused": False}),
+    "jobReady": ("job", {"status": True}),
+    "allocateFunc": ("task", {"errorMessage": ""}),
+    "deallocateFunc": ("task", {"errorMessage": ""}),
+}
+VERBS = frozenset({"onSessionOpen", "onSessionClose", "predicate", "prioritize", *NEUTRAL})
+#: bytes per second ``decode_check`` is assumed to reach before it has been measured in this process
+#: (2 cores, a 1,000-node prioritize body); the measured rate replaces it (moving average)
+DECODE_RATE = 50e6
 AGE_HEADER, SOURCE_HEADER = "X-Repack-Session-Age", "X-Repack-Source"
 #: beyond this offset a malformed body's error names the byte and the nearest key, not the JSON path:
 #: the scan runs at ~5 MiB/s in Python and must fit in a verb's deadline (predicate bodies are ~62 KB)
@@ -190,6 +214,7 @@ class Extender:
 
     def __init__(self, service: RepackService, timeout: float = 1.0, max_age: float = 30.0) -> None:
         self.service, self.timeout, self.max_age = service, timeout, max_age
+        self.decode_rate = DECODE_RATE
         self.intake = SessionIntake(service)
         ref = weakref.ref(self)
         self._age_source = lambda: (lambda e: e.session_age() if e is not None else None)(ref())
@@ -206,12 +231,16 @@ class Extender:
             return None
         return session.id
 
-    def handle(self, verb: str, body: bytes) -> Answer:
-        start = time.monotonic()
+    def handle(self, verb: str, body: bytes, arrived: float | None = None) -> Answer:
+        """The answer to one call; ``arrived`` (monotonic) is when its headers came in: the verb's
+        timeout counts from there, reading the body included."""
+        start = time.monotonic() if arrived is None else arrived
         headers: dict[str, str] = {}
         code = 500
         try:
-            code, payload = self._verb(verb, body, headers)
+            deadline = Deadline(self.timeout - (time.monotonic() - start))
+            deadline.check("reading the request body")
+            code, payload = self._verb(verb, body, headers, deadline)
             return code, payload, headers
         except InputError as exc:
             exc = named(exc, body)
@@ -230,21 +259,35 @@ class Extender:
             metrics.EXTENDER_REQUESTS.labels(verb=label, code=str(code)).inc()
             metrics.EXTENDER_SECONDS.labels(verb=label).observe(elapsed)
 
-    def _verb(self, verb: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    def _verb(self, verb: str, body: bytes, headers: dict[str, str], deadline: Deadline) -> tuple[int, dict[str, Any]]:
         if verb == "onSessionOpen":
             self.intake.submit(body, time.monotonic())
             return 200, {}
         if verb == "onSessionClose":
             return 200, {}
         if verb == "predicate":
-            return 200, self.predicate(body, Deadline(self.timeout), headers)
+            return 200, self.predicate(body, deadline, headers)
         if verb == "prioritize":
-            return 200, self.prioritize(body, Deadline(self.timeout), headers)
+            return 200, self.prioritize(body, deadline, headers)
+        if verb in NEUTRAL:
+            key, answer = NEUTRAL[verb]
+            try:
+                doc = orjson.loads(body)
+            except orjson.JSONDecodeError as exc:
+                raise InputError("$", f"not JSON: {exc}") from None
+            if not isinstance(doc, dict):
+                raise InputError("$", "must be a JSON object")
+            if not isinstance(doc.get(key), dict):
+                raise InputError(f"$.{key}", "missing" if doc.get(key) is None else "must be an object")
+            return 200, dict(answer)
         return 404, {"status": f"unknown verb {verb!r}", "code": ERROR}
 
     def _check(self, body: bytes, deadline: Deadline, score: bool, headers: dict[str, str]) -> tuple[Any, list[str]]:
         """Filter/Prioritize through the service: the session when it knows the task and nodes."""
-        uid, names = check_names(body)
+        try:
+            uid, names = check_names(body)  # the task checked as the request path checks it
+        except InputError:
+            uid, names = "", []  # answered by the request path below, with the error it finds first
         sid = self.fresh_session()
         if sid is not None and uid:
             try:
@@ -258,12 +301,30 @@ class Extender:
                 return resp, names
             except InputError:
                 pass  # the session does not hold this task or node: read the request instead
+        self._can_decode(len(body), deadline)
+        started = time.monotonic()
         snap, uid, names = decode_check(body)
+        self._decoded(len(body), time.monotonic() - started)
+        deadline.check("decoding the request")
         headers[SOURCE_HEADER] = "request"
         if score:
             preq = service_pb2.PrioritizeRequest(snapshot=snap, task_uid=uid, nodes=names)
             return self.service.prioritize(preq, deadline), names
         return self.service.filter(service_pb2.FilterRequest(snapshot=snap, task_uid=uid, nodes=names), deadline), names
+
+    def _can_decode(self, size: int, deadline: Deadline) -> None:
+        """A body that cannot be decoded in the time left is refused at once (503), not after the
+        caller gave up: Volcano's client waits ``extender.httpTimeout`` (1 s by default)."""
+        left = deadline.remaining()
+        if left is not None and size / self.decode_rate > left:
+            raise DeadlineExceeded(
+                f"a {size / 1e6:.1f} MB body takes ~{size / self.decode_rate:.2f} s to decode "
+                f"(at {self.decode_rate / 1e6:.0f} MB/s); {left:.2f} s of the deadline left"
+            )
+
+    def _decoded(self, size: int, seconds: float) -> None:
+        if size >= 1 << 16 and seconds > 0:  # small bodies say more about overhead than about rate
+            self.decode_rate = 0.7 * self.decode_rate + 0.3 * (size / seconds)
 
     def predicate(self, body: bytes, deadline: Deadline, headers: dict[str, str] | None = None) -> dict[str, Any]:
         resp, names = self._check(body, deadline, False, {} if headers is None else headers)
@@ -273,7 +334,7 @@ class Extender:
             return {"status": "", "code": SUCCESS}
         for failure in resp.failures:
             if names[0] in failure.nodes:
-                return {"status": ", ".join(failure.reasons), "code": failure.code or UNSCHEDULABLE}
+                return {"status": ", ".join(failure.reasons), "code": VOLCANO_CODE.get(failure.code, UNSCHEDULABLE)}
         return {"status": resp.message or "node(s) didn't fit", "code": UNSCHEDULABLE}
 
     def prioritize(self, body: bytes, deadline: Deadline, headers: dict[str, str] | None = None) -> dict[str, Any]:
@@ -288,19 +349,71 @@ class Extender:
         self.intake.stop()
 
 
+class BadRequest(Exception):
+    """The request's framing is wrong (HTTP status, message): answered, then the connection closed."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def read_body(headers: Any, rfile: Any, limit: int) -> bytes:
+    """The request body as HTTP/1.1 frames it: ``Transfer-Encoding: chunked`` (chunks, then
+    trailers), else ``Content-Length`` (none: empty). A malformed, negative or over-``limit``
+    length is a BadRequest before anything is read past the headers."""
+    if "chunked" in (headers.get("Transfer-Encoding") or "").lower():
+        chunks, total = [], 0
+        while True:
+            line = rfile.readline(1024)
+            size_text = line.split(b";", 1)[0].strip()
+            try:
+                size = int(size_text, 16)
+            except ValueError:
+                raise BadRequest(400, f"bad chunk size {size_text[:20]!r}") from None
+            if size < 0:
+                raise BadRequest(400, "negative chunk size")
+            if size == 0:
+                break
+            total += size
+            if total > limit:
+                raise BadRequest(413, f"body over {limit} bytes")
+            chunk = rfile.read(size)
+            if len(chunk) != size or rfile.read(2) != b"\r\n":
+                raise BadRequest(400, "truncated chunk")
+            chunks.append(chunk)
+        while rfile.readline(1024) not in (b"\r\n", b"\n", b""):  # trailers
+            pass
+        return b"".join(chunks)
+    text = headers.get("Content-Length")
+    if text is None:
+        return b""
+    if not text.strip().isdigit():
+        raise BadRequest(400, f"bad Content-Length {text[:20]!r}")
+    length = int(text)
+    if length > limit:
+        raise BadRequest(413, f"body over {limit} bytes")
+    body: bytes = rfile.read(length)
+    if len(body) != length:
+        raise BadRequest(400, f"body ended after {len(body)} of {length} bytes")
+    return body
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # Go's client keeps connections alive
+    #: seconds a connection may stay silent (a body shorter than announced ends here)
+    timeout = 30.0
     server: _Server
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > self.server.max_body:
-            self.rfile.read(length)
-            self._answer(413, {"status": f"body over {self.server.max_body} bytes", "code": ERROR}, {})
+        arrived = time.monotonic()
+        try:
+            body = read_body(self.headers, self.rfile, self.server.max_body)
+        except BadRequest as exc:
+            self.close_connection = True  # what follows on this connection cannot be framed
+            self._answer(exc.status, {"status": str(exc), "code": ERROR}, {"Connection": "close"})
             return
-        body = self.rfile.read(length)
         verb = self.path.rstrip("/").rsplit("/", 1)[-1]
-        self._answer(*self.server.extender.handle(verb, body))
+        self._answer(*self.server.extender.handle(verb, body, arrived))
 
     def _answer(self, code: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
         out = orjson.dumps(payload)

@@ -28,6 +28,7 @@ from sidecar.errors import InputError
 from sidecar.snapshot import kube
 from sidecar.snapshot import taskstatus as ts
 from sidecar.snapshot.units import CPU, MEMORY, PODS
+from sidecar.snapshot.validation import validate_profile
 
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -306,10 +307,14 @@ def decode_check(body: bytes) -> tuple[pb.Snapshot, str, list[str]]:
 
 
 def check_names(body: bytes) -> tuple[str, list[str]]:
-    """Only the task's uid and the node names of a predicate/prioritize body (the fresh-session path)."""
+    """The task's uid and the node names of a predicate/prioritize body (the fresh-session path):
+    the nodes by name only, the task read and checked as ``decode_check`` checks it (its status,
+    its pod and the pod's rules), so a bad task is refused the same on either path."""
     check, infos = _check_body(_NAMES, body)
     assert check.task is not None
-    return check.task.UID, [i.Name for i in infos]
+    task = _task(check.task, "$.task", None, _Templates(set()))
+    validate_profile(task.profile, "$.task.Pod")
+    return check.task.UID or task.uid, [i.Name for i in infos]
 
 
 def _check_body(decoder: Any, body: bytes) -> tuple[Any, list[Any]]:
@@ -328,7 +333,7 @@ class _NameOnly(msgspec.Struct):
 
 
 class _Names(msgspec.Struct):
-    task: _TaskUID | None = None
+    task: _Task | None = None
     node: _NameOnly | None = None
     nodes: list[_NameOnly] | None = None
 
