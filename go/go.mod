@@ -1,16 +1,18 @@
 module volcano.sh/repack
 
-go 1.19
+go 1.26
 
-// The versions Debian bookworm packages (golang-google-grpc-dev 1.33.3, golang-google-protobuf-dev
-// 1.28.1, golang-github-golang-protobuf-1-5-dev 1.5.2, golang-golang-x-*-dev, golang-google-genproto-dev):
-// scripts/vendor.sh assembles vendor/ from /usr/share/gocode against exactly these lines.
+// The gRPC and protobuf runtimes of the Volcano release the real control plane builds
+// (volcano.sh/volcano v1.14.1: grpc replaced by v1.64.0, protobuf v1.36.6), so a scheduler
+// plugin linking this client builds inside vc-scheduler's own module graph.
 require (
-	github.com/golang/protobuf v1.5.2
-	golang.org/x/net v0.7.0
-	golang.org/x/sys v0.3.0
-	golang.org/x/text v0.7.0
-	google.golang.org/genproto v0.0.0-20200413115906-b5235f65be36
-	google.golang.org/grpc v1.33.3
-	google.golang.org/protobuf v1.28.1
+	google.golang.org/grpc v1.64.0
+	google.golang.org/protobuf v1.36.6
+)
+
+require (
+	golang.org/x/net v0.22.0 // indirect
+	golang.org/x/sys v0.18.0 // indirect
+	golang.org/x/text v0.14.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20240318140521-94a12d6c2237 // indirect
 )

@@ -1,6 +1,6 @@
 """A Go program speaks the contract: its answers equal the Python client's, byte for byte.
 
-go/scripts/build.sh builds the Go module offline (Debian's packages, installed when missing);
+go/scripts/build.sh builds the Go module (module proxy; pinned by go.mod/go.sum);
 the Go tests (go/client) then drive a real sidecar on loopback with the guide's snapshot and a
 10,000-node columnar synth snapshot, writing each answer's deterministic bytes, and the same
 calls made here with sidecar.client give the bytes they are compared with. repackctl is checked
@@ -20,7 +20,7 @@ import pytest
 import yaml
 from google.protobuf import json_format
 from google.protobuf.message import Message
-from test_go_codegen_drift import GO, ROOT, ensure_go_toolchain
+from test_go_codegen_drift import GO, ROOT, require_go
 
 from sidecar.api.v1alpha1 import service_pb2, snapshot_pb2
 from sidecar.client import RepackClient
@@ -38,7 +38,7 @@ STEPS = ("evaluate-inline", "plan-inline", "open", "evaluate", "plan", "filter",
 
 @pytest.fixture(scope="module")
 def go_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ensure_go_toolchain()
+    require_go()
     out = tmp_path_factory.mktemp("go-bin")
     proc = subprocess.run([str(GO / "scripts" / "build.sh"), str(out)], capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout + proc.stderr
