@@ -10,7 +10,10 @@ require (
 	google.golang.org/protobuf v1.36.6
 )
 
+require sigs.k8s.io/yaml v1.6.0
+
 require (
+	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	golang.org/x/net v0.22.0 // indirect
 	golang.org/x/sys v0.18.0 // indirect
 	golang.org/x/text v0.14.0 // indirect

@@ -160,6 +160,10 @@ def test_repackctl_evaluate_plan_filter_on_the_guide(go_bin: Path, loopback: Bac
         assert proc.stdout == expected[name].SerializeToString(deterministic=True), name
     as_json = repackctl(go_bin, loopback.target, *commands["plan"])
     assert json_format.Parse(as_json.stdout, service_pb2.PlanResponse()) == expected["plan"]
+    # the RepackRun as the guide writes it (YAML), read as the Python CLI reads it
+    from_yaml = repackctl(go_bin, loopback.target, "-o", "pb", "plan", "-snapshot", guide, "-run", str(GUIDE_RUN))
+    assert from_yaml.returncode == 0, from_yaml.stderr.decode()
+    assert from_yaml.stdout == expected["plan"].SerializeToString(deterministic=True)
 
     health = repackctl(go_bin, loopback.target, "health")
     assert (health.returncode, health.stdout.strip()) == (0, b"SERVING")

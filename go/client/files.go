@@ -6,16 +6,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"sigs.k8s.io/yaml"
 
 	pb "volcano.sh/repack/api/v1alpha1"
 )
 
-// LoadSnapshot reads a Snapshot file: binary protobuf for .pb/.bin, protobuf JSON otherwise
-// (lowerCamelCase or proto field names, as sidecar/snapshot/io.py reads them). YAML is not
-// read here (no YAML library among Debian's Go packages this module builds against).
+// LoadSnapshot reads a Snapshot file: binary protobuf for .pb/.bin, otherwise protobuf JSON or
+// YAML (lowerCamelCase or proto field names), as sidecar/snapshot/io.py reads them.
 func LoadSnapshot(path string) (*pb.Snapshot, error) {
 	snap := &pb.Snapshot{}
 	if err := loadMessage(path, snap); err != nil {
@@ -24,24 +25,39 @@ func LoadSnapshot(path string) (*pb.Snapshot, error) {
 	return snap, nil
 }
 
-// LoadRepackSpec reads a RepackRun manifest (its "spec") or a bare RepackSpec, as JSON
-// (`kubectl get repackrun NAME -o json` works as-is).
+// runShape names what a run file may hold, in errors (the Python CLI's words).
+const runShape = "a RepackRun manifest, {spec: ...} or a bare RepackSpec"
+
+// LoadRepackSpec reads a RepackRun manifest (its "spec"), {spec: ...} or a bare RepackSpec, as
+// YAML or JSON — the guide's manifests as written, or `kubectl get repackrun NAME -o json`.
 func LoadRepackSpec(path string) (*pb.RepackSpec, error) {
-	data, err := os.ReadFile(path)
+	data, err := readDocument(path)
 	if err != nil {
 		return nil, err
 	}
-	if !looksLikeJSON(data) {
-		return nil, fmt.Errorf("%s: expected JSON (convert YAML first, e.g. kubectl ... -o json)", path)
-	}
-	var head struct {
-		Kind string          `json:"kind"`
-		Spec json.RawMessage `json:"spec"`
+	var head map[string]json.RawMessage
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, fmt.Errorf("%s: expected %s: %v", path, runShape, err)
 	}
 	source := path
-	if err := json.Unmarshal(data, &head); err == nil && head.Kind == "RepackRun" {
-		data, source = head.Spec, path+": spec"
-		if len(data) == 0 {
+	kindRaw, hasKind := head["kind"]
+	specRaw, hasSpec := head["spec"]
+	if hasKind {
+		var kind string
+		if err := json.Unmarshal(kindRaw, &kind); err != nil || kind != "RepackRun" {
+			return nil, fmt.Errorf("%s: kind: expected \"RepackRun\", got %s (%s)", path, kindRaw, runShape)
+		}
+	}
+	if hasKind || hasSpec {
+		for key := range head {
+			switch key {
+			case "apiVersion", "kind", "metadata", "spec", "status":
+			default:
+				return nil, fmt.Errorf("%s: unknown key %q beside spec (expected %s)", path, key, runShape)
+			}
+		}
+		data, source = specRaw, path+": spec"
+		if len(data) == 0 || string(data) == "null" {
 			data = []byte("{}")
 		}
 	}
@@ -68,22 +84,41 @@ func MarshalDeterministic(m proto.Message) ([]byte, error) {
 }
 
 func loadMessage(path string, m proto.Message) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	switch ext := filepath.Ext(path); {
-	case ext == ".pb" || ext == ".bin":
-		err = proto.Unmarshal(data, m)
-	case looksLikeJSON(data):
-		err = protojson.Unmarshal(data, m)
-	default:
-		err = fmt.Errorf("expected protobuf JSON (or binary protobuf named .pb/.bin)")
+	var err error
+	if ext := filepath.Ext(path); ext == ".pb" || ext == ".bin" {
+		var data []byte
+		if data, err = os.ReadFile(path); err == nil {
+			err = proto.Unmarshal(data, m)
+		}
+	} else {
+		var data []byte
+		if data, err = readDocument(path); err == nil {
+			err = protojson.Unmarshal(data, m)
+		}
+		if err != nil && strings.HasPrefix(err.Error(), path+": ") {
+			return err
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
 	return nil
+}
+
+// readDocument is a file's content as JSON: JSON as is, anything else read as one YAML document.
+func readDocument(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if looksLikeJSON(data) {
+		return data, nil
+	}
+	out, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not valid YAML: %v", path, err)
+	}
+	return out, nil
 }
 
 func looksLikeJSON(data []byte) bool {
