@@ -250,20 +250,19 @@ def _pod_group(job: _Job, path: str) -> pb.PodGroup | None:
 
 def _decode_session(s: _Session, name: str) -> pb.Snapshot:
     snap = pb.Snapshot(name=name)
-    for node_name, info in (s.Nodes or {}).items():
+    for node_name, info in sorted((s.Nodes or {}).items()):
         snap.nodes.append(_node(node_name, info, f"$.Nodes[{node_name!r}]"))
     jobs = s.Jobs or {}
-    for job_id, job in jobs.items():
-        pg = _pod_group(job, f"$.Jobs[{job_id!r}]")
-        if pg is not None:
-            snap.pod_groups.append(pg)
+    groups = [pg for job_id, job in jobs.items() if (pg := _pod_group(job, f"$.Jobs[{job_id!r}]")) is not None]
+    snap.pod_groups.extend(sorted(groups, key=lambda g: (g.namespace, g.name)))
     templates = _Templates({(g.namespace, g.name) for g in snap.pod_groups})
     seen: set[str] = set()
+    tasks: list[pb.Task] = []
     for job_id, job in jobs.items():
         group = job.PodGroup.metadata.name if job.PodGroup is not None else ""
         for uid, t in (job.Tasks or {}).items():
             path = f"$.Jobs[{job_id!r}].Tasks[{uid!r}]"
-            snap.tasks.append(_task(t, path, group, templates))
+            tasks.append(_task(t, path, group, templates))
             seen.add(t.UID or uid)
     for node_name, info in (s.Nodes or {}).items():  # pods no Job holds: other schedulers'
         for key, raw in (info.Tasks or {}).items():
@@ -274,8 +273,12 @@ def _decode_session(s: _Session, name: str) -> pb.Snapshot:
                 t = _TASK.decode(raw)
             except msgspec.MsgspecError as exc:
                 raise _input_error(exc, path) from None
-            snap.tasks.append(_task(t, path, None, templates))
+            tasks.append(_task(t, path, None, templates))
             seen.add(t.UID)
+    # the order the informer view has (the API server lists by namespace, then name): Volcano keys
+    # Jobs and Tasks by UID, so its order is random, and a plan's ties follow input order
+    tasks.sort(key=lambda t: (t.namespace, t.name))
+    snap.tasks.extend(tasks)
     return snap
 
 
