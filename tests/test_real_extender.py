@@ -96,5 +96,6 @@ def test_vc_schedulers_sessions_keep_latest_fresh_and_it_plans_like_the_informer
     if got.plan != want.plan:
         import difflib
 
-        diff = difflib.unified_diff(str(want.plan).splitlines(), str(got.plan).splitlines(), "informers", "latest", lineterm="")
+        lines = str(want.plan).splitlines(), str(got.plan).splitlines()
+        diff = difflib.unified_diff(*lines, "informers", "latest", lineterm="")
         raise AssertionError("the plans differ:\n" + "\n".join(diff))
