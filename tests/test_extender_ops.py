@@ -23,7 +23,8 @@ from sidecar.scenarios.volcano_session import MASTER, check_bodies, session_dict
 from sidecar.server import servicer
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import ServerConfig
-from sidecar.server.extender import AGE_HEADER, SESSION, SOURCE_HEADER, Extender, json_path_at
+from sidecar.server.extender import AGE_HEADER, SESSION, SOURCE_HEADER, Extender
+from sidecar.server.jsonerrors import json_path_at
 from sidecar.snapshot import taskstatus as ts
 from sidecar.snapshot.io import load_snapshot
 

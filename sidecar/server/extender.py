@@ -17,7 +17,6 @@ JSON bodies keep exactly Volcano's shape.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 import weakref
@@ -32,6 +31,8 @@ from sidecar.api.sessions import LATEST
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.errors import InputError
 from sidecar.server import metrics
+from sidecar.server.httpbody import BadRequest, read_body
+from sidecar.server.jsonerrors import named
 from sidecar.service import Deadline, DeadlineExceeded, RepackService
 from sidecar.snapshot.volcano import check_names, decode_check, snapshot_from_session
 
@@ -65,57 +66,6 @@ VERBS = frozenset({"onSessionOpen", "onSessionClose", "predicate", "prioritize",
 #: (2 cores, a 1,000-node prioritize body); the measured rate replaces it (moving average)
 DECODE_RATE = 50e6
 AGE_HEADER, SOURCE_HEADER = "X-Repack-Session-Age", "X-Repack-Source"
-#: beyond this offset a malformed body's error names the byte and the nearest key, not the JSON path:
-#: the scan runs at ~5 MiB/s in Python and must fit in a verb's deadline (predicate bodies are ~62 KB)
-PATH_SCAN_LIMIT = 1 << 20
-_KEY_BEFORE = re.compile(rb'"((?:[^"\\]|\\.){1,200})"\s*:')
-
-_MALFORMED = re.compile(r"\(byte (\d+)\)")
-_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\],:]')
-
-
-def json_path_at(body: bytes, offset: int) -> str:
-    """The JSON path (``$.Nodes.n1.Allocatable``, ``$.nodes[2]``) of the value at byte ``offset``."""
-    stack: list[list[Any]] = []  # [key or index, expecting a key (objects only)]
-    for m in _TOKEN.finditer(body, 0, offset):
-        tok = m.group()
-        if tok in (b"{", b"["):
-            stack.append(["", True] if tok == b"{" else [0, False])
-        elif tok in (b"}", b"]"):
-            if stack:
-                stack.pop()
-        elif tok == b",":
-            if stack and isinstance(stack[-1][0], int):
-                stack[-1][0] += 1
-            elif stack:
-                stack[-1][1] = True
-        elif tok == b":":
-            if stack:
-                stack[-1][1] = False
-        elif stack and stack[-1][1] is True and isinstance(stack[-1][0], str):
-            stack[-1][0] = orjson.loads(tok)
-    path = "$"
-    for key, expecting_key in stack:
-        if expecting_key:  # between an object's members: the object itself
-            break
-        path += f"[{key}]" if isinstance(key, int) else f".{key}"
-    return path
-
-
-def named(exc: InputError, body: bytes) -> InputError:
-    """A malformed-JSON error (``... (byte N)`` at ``$``) with the JSON path of byte N, and NaN/Infinity
-    said so; other errors unchanged."""
-    m = _MALFORMED.search(exc.problem)
-    if exc.field != "$" or m is None:
-        return exc
-    offset = int(m.group(1))
-    problem = exc.problem
-    if body[offset : offset + 9].lstrip(b"-+").startswith((b"NaN", b"Infinity", b"inf", b"nan")):
-        problem += "; NaN and Infinity are not JSON numbers"
-    if offset > PATH_SCAN_LIMIT:
-        keys = _KEY_BEFORE.findall(body, max(0, offset - 4096), offset)
-        return InputError("$", problem + (f'; after the key "{keys[-1].decode(errors="replace")}"' if keys else ""))
-    return InputError(json_path_at(body, offset), problem)
 
 
 @dataclass
@@ -347,55 +297,6 @@ class Extender:
         if metrics.SESSION_AGE.source is self._age_source:
             metrics.track_session_age(None)
         self.intake.stop()
-
-
-class BadRequest(Exception):
-    """The request's framing is wrong (HTTP status, message): answered, then the connection closed."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def read_body(headers: Any, rfile: Any, limit: int) -> bytes:
-    """The request body as HTTP/1.1 frames it: ``Transfer-Encoding: chunked`` (chunks, then
-    trailers), else ``Content-Length`` (none: empty). A malformed, negative or over-``limit``
-    length is a BadRequest before anything is read past the headers."""
-    if "chunked" in (headers.get("Transfer-Encoding") or "").lower():
-        chunks, total = [], 0
-        while True:
-            line = rfile.readline(1024)
-            size_text = line.split(b";", 1)[0].strip()
-            try:
-                size = int(size_text, 16)
-            except ValueError:
-                raise BadRequest(400, f"bad chunk size {size_text[:20]!r}") from None
-            if size < 0:
-                raise BadRequest(400, "negative chunk size")
-            if size == 0:
-                break
-            total += size
-            if total > limit:
-                raise BadRequest(413, f"body over {limit} bytes")
-            chunk = rfile.read(size)
-            if len(chunk) != size or rfile.read(2) != b"\r\n":
-                raise BadRequest(400, "truncated chunk")
-            chunks.append(chunk)
-        while rfile.readline(1024) not in (b"\r\n", b"\n", b""):  # trailers
-            pass
-        return b"".join(chunks)
-    text = headers.get("Content-Length")
-    if text is None:
-        return b""
-    if not text.strip().isdigit():
-        raise BadRequest(400, f"bad Content-Length {text[:20]!r}")
-    length = int(text)
-    if length > limit:
-        raise BadRequest(413, f"body over {limit} bytes")
-    body: bytes = rfile.read(length)
-    if len(body) != length:
-        raise BadRequest(400, f"body ended after {len(body)} of {length} bytes")
-    return body
 
 
 class _Handler(BaseHTTPRequestHandler):
