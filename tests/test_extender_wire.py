@@ -251,3 +251,25 @@ def test_a_bad_task_is_refused_the_same_on_latest_and_inline(
         code, answer = post(sidecar, "predicate", orjson.dumps(body))
         answers.append((code, answer["status"].split(":")[0]))
     assert answers == [(400, path), (400, path)], answers
+
+
+# -- found in review: every request gets an answer ---------------------------------------------------------
+@pytest.mark.parametrize("body", [b'{"task": {"\xff": 1, x}}', b'{"task":{"a\\u12":1, x}}'])
+def test_a_malformed_key_is_still_named_and_answered(sidecar: BackgroundServer, body: bytes) -> None:
+    code, answer = post(sidecar, "predicate", body)
+    assert code == 400 and answer["code"] == 1 and answer["status"].startswith("$"), answer
+
+
+def test_a_non_ascii_digit_in_content_length_is_refused(sidecar: BackgroundServer) -> None:
+    request = "POST /volcano/jobReady HTTP/1.1\r\nHost: x\r\nContent-Length: ²\r\n\r\n".encode()
+    assert raw(sidecar, request, wait=3.0).startswith(b"HTTP/1.1 400")
+
+
+def test_an_unexpected_error_is_answered_500(sidecar: BackgroundServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_: Any, **__: Any) -> Obj:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(_extender(sidecar), "predicate", broken)
+    code, answer = post(sidecar, "predicate", b"{}")
+    assert code == 500 and answer == {"status": "internal error: RuntimeError: a bug", "code": 1,
+                                      "errorMessage": "internal error: RuntimeError: a bug"}  # fmt: skip

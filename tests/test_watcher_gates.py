@@ -332,3 +332,54 @@ def test_the_configuration_selects_workload_pods_outside_system_namespaces() -> 
     assert labels == ["volcano.sh/job-name", "modelserving.volcano.sh/name"]
     excluded = conf["webhooks"][0]["namespaceSelector"]["matchExpressions"][0]
     assert excluded["operator"] == "NotIn" and "volcano-system" in excluded["values"]
+
+
+# -- found in review: what must not switch the gate off silently --------------------------------------------
+def test_a_certificate_of_another_ca_is_unreadable_not_a_crash() -> None:
+    """A Secret whose tls.crt came from another CA (a partial restore): re-issued, never a crash loop."""
+    one, other = certs.issue(["127.0.0.1"], NOW), certs.issue(["127.0.0.1"], NOW)
+    mixed = certs.Bundle(one.ca, one.ca_key, other.cert, other.key)
+    assert certs.problem(mixed, ["127.0.0.1"], NOW).startswith("unreadable: InvalidSignature")
+    wrong_key = certs.Bundle(one.ca, other.ca_key, one.cert, one.key)
+    assert certs.problem(wrong_key, ["127.0.0.1"], NOW) == "unreadable: a key does not belong to its certificate"
+
+
+def test_the_served_certificate_is_replaced_in_place() -> None:
+    first, second = certs.issue(["127.0.0.1"], datetime.now(UTC)), certs.issue(["127.0.0.1"], datetime.now(UTC))
+    server = WebhookServer("127.0.0.1", 0, first.cert, first.key, _index().review)
+    try:
+        assert _post(server.port, first.ca, json.dumps(_review(_pod(WORKER0))).encode())[0] == 200
+        server.reload(second.cert, second.key)
+        assert _post(server.port, second.ca, json.dumps(_review(_pod(WORKER0))).encode())[0] == 200
+        with pytest.raises(urllib.error.URLError):
+            _post(server.port, first.ca, b"{}")
+    finally:
+        server.close()
+
+
+def test_the_ca_is_injected_again_when_the_configuration_lost_it(tmp_path: Path) -> None:
+    """Applied after the watcher started, or re-applied without caBundle: the next refresh mends it."""
+    from kubernetes import client, config
+
+    from sidecar.cli.localgate import local_flags
+    from sidecar.sandbox.apiserver import ApiServer
+    from sidecar.watcher.args import LeaseFlags, WatchOptions
+    from sidecar.watcher.runner import webhook_certificate
+
+    with ApiServer() as api:
+        api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
+        k8s = config.new_client_from_config(str(api.kubeconfig(tmp_path / "kubeconfig")))
+        options = WatchOptions(lease=LeaseFlags(namespace="volcano-system"), webhook=local_flags(1))
+        try:
+            cert, _ = webhook_certificate(k8s, options)  # no configuration yet: nothing to inject into
+            admission = client.AdmissionregistrationV1Api(k8s)
+            admission.create_mutating_webhook_configuration(configuration({"url": "https://127.0.0.1:1/mutate-pods"}))
+            again, _ = webhook_certificate(k8s, options)  # what the periodic refresh does
+            assert again == cert, "the Secret's certificate is reused, not re-issued"
+            hooks = admission.read_mutating_webhook_configuration("repack-placement-gate").webhooks
+            ca = base64.b64decode(hooks[0].client_config.ca_bundle)
+            assert (
+                ca.startswith(b"-----BEGIN CERTIFICATE-----") and len({h.client_config.ca_bundle for h in hooks}) == 1
+            )
+        finally:
+            k8s.close()

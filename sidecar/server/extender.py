@@ -199,13 +199,18 @@ class Extender:
         except DeadlineExceeded as exc:
             code = 503
             return code, {"status": str(exc), "code": ERROR, "errorMessage": str(exc)}, headers
+        except Exception as exc:  # a bug must still answer: Volcano reads a dropped connection as a fit error
+            log.exception("extender verb failed", verb=verb)
+            code = 500
+            why = f"internal error: {type(exc).__name__}: {exc}"
+            return code, {"status": why, "code": ERROR, "errorMessage": why}, headers
         finally:
             age = self.session_age()
             if age is not None:
                 headers[AGE_HEADER] = f"{age:.3f}"
             elapsed = time.monotonic() - start
-            self.intake.stats.verb_seconds[verb] = elapsed
             label = verb if verb in VERBS else "unknown"
+            self.intake.stats.verb_seconds[label] = elapsed
             metrics.EXTENDER_REQUESTS.labels(verb=label, code=str(code)).inc()
             metrics.EXTENDER_SECONDS.labels(verb=label).observe(elapsed)
 

@@ -45,7 +45,7 @@ def read_body(headers: Any, rfile: Any, limit: int) -> bytes:
     text = headers.get("Content-Length")
     if text is None:
         return b""
-    if not text.strip().isdigit():
+    if not (text.strip().isascii() and text.strip().isdigit()):
         raise BadRequest(400, f"bad Content-Length {text[:20]!r}")
     length = int(text)
     if length > limit:

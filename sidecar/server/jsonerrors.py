@@ -38,7 +38,10 @@ def json_path_at(body: bytes, offset: int) -> str:
             if stack:
                 stack[-1][1] = False
         elif stack and stack[-1][1] is True and isinstance(stack[-1][0], str):
-            stack[-1][0] = orjson.loads(tok)
+            try:
+                stack[-1][0] = orjson.loads(tok)
+            except orjson.JSONDecodeError:  # a key that is itself malformed: name it as written
+                stack[-1][0] = tok[1:-1].decode(errors="replace")
     path = "$"
     for key, expecting_key in stack:
         if expecting_key:  # between an object's members: the object itself

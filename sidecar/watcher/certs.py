@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import structlog
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -124,18 +125,30 @@ def problem(bundle: Bundle, names: Sequence[str], now: datetime) -> str:
     try:
         cert = x509.load_pem_x509_certificate(bundle.cert)
         ca = x509.load_pem_x509_certificate(bundle.ca)
-        serialization.load_pem_private_key(bundle.key, password=None)
-        serialization.load_pem_private_key(bundle.ca_key, password=None)
+        key = serialization.load_pem_private_key(bundle.key, password=None)
+        ca_key = serialization.load_pem_private_key(bundle.ca_key, password=None)
         have = cert_names(bundle.cert)
         cert.verify_directly_issued_by(ca)
-    except (ValueError, TypeError, x509.ExtensionNotFound) as exc:
-        return f"unreadable: {exc}"
+        if _public(ca_key) != _public_of(ca) or _public(key) != _public_of(cert):
+            return "unreadable: a key does not belong to its certificate"
+    except (ValueError, TypeError, x509.ExtensionNotFound, InvalidSignature) as exc:
+        return f"unreadable: {type(exc).__name__} {exc}".rstrip()
     missing = [n for n in names if n not in have]
     if missing:
         return f"the certificate lacks {', '.join(missing)}"
     if cert.not_valid_after_utc - now < RENEW_BEFORE:
         return f"the certificate expires at {cert.not_valid_after_utc.isoformat()}"
     return ""
+
+
+def _public(key: Any) -> bytes:
+    return bytes(
+        key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+
+
+def _public_of(cert: x509.Certificate) -> bytes:
+    return cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
 def _from_secret(secret: Obj) -> Bundle | None:

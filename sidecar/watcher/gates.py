@@ -83,9 +83,10 @@ class GateIndex:
         self._claims: dict[tuple[str, str], list[Claim]] = {}
 
     def refresh(self, *_event: object) -> None:
-        claims = claims_of(self._runs())
+        """Rebuild from the runs as cached now; under the lock, so two refreshers (the runs
+        informer's handler, the Lifter) can never install an older view after a newer one."""
         with self._lock:
-            self._claims = claims
+            self._claims = claims_of(self._runs())
 
     def __len__(self) -> int:
         with self._lock:
@@ -123,7 +124,8 @@ class GateIndex:
                 response["patchType"] = "JSONPatch"
                 response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
                 response["auditAnnotations"] = {"gated": f"RepackRun {found.run} relocation {found.relocation.key}"}
-                observe.gate("added", f"{namespace}/{name}", found.run)
+                if not request.get("dryRun"):
+                    observe.gate("added", f"{namespace}/{name}", found.run)
         return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 

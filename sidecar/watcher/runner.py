@@ -103,19 +103,32 @@ def placement_gate(api: client.ApiClient, cache: ClusterCache, timeout: float) -
     return gates, lifter
 
 
-def serve_webhook(api: client.ApiClient, options: WatchOptions, gates: GateIndex) -> WebhookServer:
-    """``--webhook-port``: its certificate from ``--webhook-cert-dir``, else from the Secret (issued
-    if needed) with the CA injected into the MutatingWebhookConfiguration; then HTTPS."""
+#: seconds between the webhook's certificate refreshes on every replica
+WEBHOOK_REFRESH = 300.0
+
+
+def webhook_certificate(api: client.ApiClient, options: WatchOptions) -> tuple[bytes, bytes]:
+    """The webhook's (certificate, key): ``--webhook-cert-dir``'s files as they are now, else the
+    Secret's (issued or renewed when needed) with the CA (re-)injected into the configuration —
+    so a configuration applied after the watcher, or re-applied without its caBundle, is mended."""
     flags = options.webhook
     if flags.cert_dir:
         cert, key = (Path(flags.cert_dir, f).read_bytes() for f in ("tls.crt", "tls.key"))
-    else:
-        namespace = lease_namespace(options.lease)
-        names = [*certs.service_names(flags.service, namespace), *flags.names]
-        bundle = certs.ensure_secret(client.CoreV1Api(api), namespace, flags.secret, names, utcnow())
-        certs.inject_ca(client.AdmissionregistrationV1Api(api), flags.config, bundle.ca)
-        cert, key = bundle.cert, bundle.key
-    server = WebhookServer(flags.host, flags.port, cert, key, gates.review)
+        return cert, key
+    namespace = lease_namespace(options.lease)
+    names = [*certs.service_names(flags.service, namespace), *flags.names]
+    bundle = certs.ensure_secret(client.CoreV1Api(api), namespace, flags.secret, names, utcnow())
+    certs.inject_ca(client.AdmissionregistrationV1Api(api), flags.config, bundle.ca)
+    return bundle.cert, bundle.key
+
+
+def serve_webhook(
+    api: client.ApiClient, options: WatchOptions, gates: GateIndex, refresh: float = WEBHOOK_REFRESH
+) -> WebhookServer:
+    """``--webhook-port``: HTTPS with ``webhook_certificate``, asked again every ``refresh`` seconds."""
+    flags = options.webhook
+    server = WebhookServer(flags.host, flags.port, *webhook_certificate(api, options), gates.review)
+    server.keep_fresh(lambda: webhook_certificate(api, options), refresh)
     log.info("placement gate webhook", address=f"{flags.host}:{server.port}", gate_timeout=flags.gate_timeout)
     return server
 

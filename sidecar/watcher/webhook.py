@@ -36,6 +36,12 @@ def tls_context(cert: bytes, key: bytes) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.set_alpn_protocols(["http/1.1"])
+    load_chain(context, cert, key)
+    return context
+
+
+def load_chain(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """Put ``cert`` and ``key`` into ``context``: later handshakes use them (a renewal in place)."""
     with tempfile.TemporaryDirectory(prefix="repack-webhook-") as tmp:  # load_cert_chain reads files only
         paths = os.path.join(tmp, "tls.crt"), os.path.join(tmp, "tls.key")
         for path, data in zip(paths, (cert, key), strict=True):
@@ -43,7 +49,6 @@ def tls_context(cert: bytes, key: bytes) -> ssl.SSLContext:
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
         context.load_cert_chain(*paths)
-    return context
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -71,7 +76,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(404, b"not found\n", "text/plain")
             return
         length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
+        if length is None or not (length.isascii() and length.isdigit()):
             self.close_connection = True
             self._answer(411, b"Content-Length required\n", "text/plain")
             return
@@ -115,14 +120,31 @@ class _Server(ThreadingHTTPServer):
 
 
 class WebhookServer:
-    """The HTTPS server on its own daemon thread; ``port`` is the bound one (0 asks for any)."""
+    """The HTTPS server on its own daemon thread; ``port`` is the bound one (0 asks for any).
+    ``keep_fresh`` asks for the certificate again every so often and serves what it gets: a
+    certificate renewed by another replica, or rotated by cert-manager, is picked up without a restart."""
 
     def __init__(self, host: str, port: int, cert: bytes, key: bytes, review: Review) -> None:
         self._server = _Server((host, port), tls_context(cert, key), review)
         self.port = int(self._server.server_address[1])
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._server.serve_forever, name="gate-webhook", daemon=True)
         self._thread.start()
 
+    def reload(self, cert: bytes, key: bytes) -> None:
+        load_chain(self._server.context, cert, key)
+
+    def keep_fresh(self, certificate: Callable[[], tuple[bytes, bytes]], every: float) -> None:
+        def loop() -> None:
+            while not self._stop.wait(every):
+                try:
+                    self.reload(*certificate())
+                except Exception as exc:  # the API away, a file mid-rotation: the current one serves on
+                    log.warning("webhook certificate not refreshed; will retry", error=f"{type(exc).__name__}: {exc}")
+
+        threading.Thread(target=loop, name="gate-webhook-tls", daemon=True).start()
+
     def close(self) -> None:
+        self._stop.set()
         self._server.shutdown()
         self._server.server_close()

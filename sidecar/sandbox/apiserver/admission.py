@@ -15,6 +15,7 @@ as unreachable, so its failurePolicy decides), ``matchConditions``, ``reinvocati
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import secrets
 import ssl
@@ -96,7 +97,7 @@ def admit(store: Store, rt: ResourceType, namespace: str, obj: Obj, operation: s
             try:
                 response = _call(hook, {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                                         "request": request})  # fmt: skip
-            except (OSError, ValueError, urllib.error.URLError) as exc:
+            except (OSError, ValueError, urllib.error.URLError, http.client.HTTPException) as exc:
                 name = hook.get("name", "")
                 if (hook.get("failurePolicy") or "Fail") == "Ignore":
                     log.warning("admission webhook failed; ignored", webhook=name, error=f"{type(exc).__name__}: {exc}")
