@@ -273,3 +273,18 @@ def test_an_unexpected_error_is_answered_500(sidecar: BackgroundServer, monkeypa
     code, answer = post(sidecar, "predicate", b"{}")
     assert code == 500 and answer == {"status": "internal error: RuntimeError: a bug", "code": 1,
                                       "errorMessage": "internal error: RuntimeError: a bug"}  # fmt: skip
+
+
+def test_a_node_named_only_by_its_node_object_is_found_on_latest(sidecar: BackgroundServer, session: Obj) -> None:
+    """``NodeInfo.Name`` empty, ``Node.metadata.name`` set: both paths read the same name."""
+    _open(sidecar, session)
+    uid = _task_uid(session, ts.RUNNING)
+    name = sorted(session["Nodes"])[0]
+    body = orjson.loads(check_bodies(session, uid, [name])[0])
+    body["node"]["Name"] = ""
+    assert body["node"]["Node"]["metadata"]["name"] == name
+    conn = http.client.HTTPConnection("127.0.0.1", _port(sidecar), timeout=10)
+    conn.request("POST", "/volcano/predicate", orjson.dumps(body), {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.getheader("X-Repack-Source") == "latest", resp.read()
+    conn.close()

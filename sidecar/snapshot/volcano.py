@@ -317,7 +317,7 @@ def check_names(body: bytes) -> tuple[str, list[str]]:
     assert check.task is not None
     task = _task(check.task, "$.task", None, _Templates(set()))
     validate_profile(task.profile, "$.task.Pod")
-    return check.task.UID or task.uid, [i.Name for i in infos]
+    return check.task.UID or task.uid, [i.Name or (i.Node.metadata.name if i.Node else "") for i in infos]
 
 
 def _check_body(decoder: Any, body: bytes) -> tuple[Any, list[Any]]:
@@ -331,8 +331,15 @@ def _check_body(decoder: Any, body: bytes) -> tuple[Any, list[Any]]:
     return check, [check.node] if check.node is not None else list(check.nodes or [])
 
 
+class _NodeName(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+
+
 class _NameOnly(msgspec.Struct):
+    """A NodeInfo's name: ``Name``, else its Node's (as ``decode_check`` reads it)."""
+
     Name: str = ""
+    Node: _NodeName | None = None
 
 
 class _Names(msgspec.Struct):
