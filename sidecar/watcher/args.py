@@ -157,10 +157,9 @@ def watch_options(ns: argparse.Namespace) -> WatchOptions:
         if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
             need = "a finite number of seconds " + ("> 0" if positive else ">= 0")
             raise InputError(f"--{flag.replace('_', '-')}", f"must be {need}, got {value:g}")
-    if not -1 <= ns.metrics_port <= 65535:
-        raise InputError("--metrics-port", "must be a port number (0: any free port), or -1 for none")
-    if not -1 <= ns.webhook_port <= 65535:
-        raise InputError("--webhook-port", "must be a port number (0: any free port), or -1 for none")
+    for flag in ("metrics_port", "webhook_port"):
+        if not -1 <= getattr(ns, flag) <= 65535:
+            raise InputError(f"--{flag.replace('_', '-')}", "must be a port number (0: any free port), or -1 for none")
     for flag in ("webhook_service", "webhook_config", "webhook_secret"):
         if not getattr(ns, flag):
             raise InputError(f"--{flag.replace('_', '-')}", "must not be empty")
