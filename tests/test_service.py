@@ -218,3 +218,32 @@ def test_request_cost_counts_resource_names_before_any_decoding() -> None:
         service.open_session(service_pb2.OpenSessionRequest(snapshot=wide), NO_DEADLINE)
     assert snapshot_cost(load_snapshot(GUIDE)) < 8 * MIB
     assert ServiceLimits().budget() is None  # offline (the CLI, tests) has no budget unless asked
+
+
+def test_open_session_published_as_latest_replaces_it_and_takes_the_supplement() -> None:
+    """The Volcano plugin's door: each cycle's snapshot becomes ``latest`` (same name, new age),
+    merged with the last Supplement as the extender intake's sessions are."""
+    service = RepackService()
+    ns = pb.Namespace(name="team-a", labels={"tier": "gold"})
+    service.supplement(service_pb2.SupplementRequest(namespaces=[ns]), NO_DEADLINE)
+    first = service.open_session(
+        service_pb2.OpenSessionRequest(snapshot=load_snapshot(GUIDE), publish_as="latest"), NO_DEADLINE
+    )
+    assert (first.session_id, first.node_count) == ("latest", 3)
+    opened_at = service.session("latest").opened_at  # type: ignore[union-attr]
+    time.sleep(0.01)
+    second = service.open_session(
+        service_pb2.OpenSessionRequest(snapshot=guide_twenty_nodes(), publish_as="latest"), NO_DEADLINE
+    )
+    assert (second.session_id, second.node_count) == ("latest", 20)
+    latest = service.session("latest")
+    assert latest is not None and latest.opened_at > opened_at
+    evaluated = service.evaluate(service_pb2.EvaluateRequest(session_id="latest"), NO_DEADLINE)
+    inline = service.evaluate(service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes()), NO_DEADLINE)
+    assert evaluated == inline
+    labels = dict(zip(latest.state.namespaces, latest.state.namespace_labels, strict=True))
+    assert labels.get("team-a") == {"tier": "gold"}  # the supplement's namespace came along
+    for bad in ("Latest", "mine", " latest"):
+        with pytest.raises(InputError, match=r"^publish_as: .*only"):
+            service.open_session(service_pb2.OpenSessionRequest(snapshot=guide_twenty_nodes(), publish_as=bad), NO_DEADLINE)
+    assert service.session("latest") is latest  # a refused publish changed nothing

@@ -148,14 +148,22 @@ class RepackService:
             raise InputError("snapshot", "missing")
         if request.ttl_seconds < 0:
             raise InputError("ttl_seconds", f"negative value {request.ttl_seconds}")
-        with self._admit(snapshot_cost(request.snapshot), deadline):
-            state = self._sources.decode(request.snapshot, deadline)
-        session = self._sessions.open(state, float(request.ttl_seconds))
-        self._observer.sessions_changed(len(self._sessions))
+        if request.publish_as not in ("", LATEST):
+            raise InputError("publish_as", f'{request.publish_as!r}: only "" (a new session) or "{LATEST}"')
+        if request.publish_as:
+            session = self.publish(request.publish_as, request.snapshot, deadline, float(request.ttl_seconds))
+        else:
+            with self._admit(snapshot_cost(request.snapshot), deadline):
+                state = self._sources.decode(request.snapshot, deadline)
+            session = self._sessions.open(state, float(request.ttl_seconds))
+            self._observer.sessions_changed(len(self._sessions))
         expires = Timestamp()
         expires.FromNanoseconds(int(session.expires_at * 1e9))
         return service_pb2.OpenSessionResponse(
-            session_id=session.id, expires_at=expires, node_count=state.n_nodes, task_count=state.n_tasks
+            session_id=session.id,
+            expires_at=expires,
+            node_count=session.state.n_nodes,
+            task_count=session.state.n_tasks,
         )
 
     def publish(self, name: str, snapshot: snapshot_pb2.Snapshot, deadline: Deadline, ttl: float = 0.0) -> Session:

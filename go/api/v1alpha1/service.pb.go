@@ -875,7 +875,12 @@ type OpenSessionRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Snapshot *Snapshot              `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	// 0 takes the server's default TTL.
-	TtlSeconds    int32 `protobuf:"varint,2,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	TtlSeconds int32 `protobuf:"varint,2,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	// Empty: a new session under an id the server chooses. "latest": replace the session named
+	// `latest`, the scheduler's current view that the watcher plans on and the extender intake
+	// answers from (the Volcano plugin publishes each cycle this way); namespaces and PDBs it lacks
+	// come from the last Supplement. Any other value is refused.
+	PublishAs     string `protobuf:"bytes,3,opt,name=publish_as,json=publishAs,proto3" json:"publish_as,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -922,6 +927,13 @@ func (x *OpenSessionRequest) GetTtlSeconds() int32 {
 		return x.TtlSeconds
 	}
 	return 0
+}
+
+func (x *OpenSessionRequest) GetPublishAs() string {
+	if x != nil {
+		return x.PublishAs
+	}
+	return ""
 }
 
 type OpenSessionResponse struct {
@@ -1255,11 +1267,13 @@ const file_volcano_repack_v1alpha1_service_proto_rawDesc = "" +
 	"\aplugins\x18\x03 \x03(\v2/.volcano.repack.v1alpha1.NodeScore.PluginsEntryR\aplugins\x1a:\n" +
 	"\fPluginsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"t\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x93\x01\n" +
 	"\x12OpenSessionRequest\x12=\n" +
 	"\bsnapshot\x18\x01 \x01(\v2!.volcano.repack.v1alpha1.SnapshotR\bsnapshot\x12\x1f\n" +
 	"\vttl_seconds\x18\x02 \x01(\x05R\n" +
-	"ttlSeconds\"\xad\x01\n" +
+	"ttlSeconds\x12\x1d\n" +
+	"\n" +
+	"publish_as\x18\x03 \x01(\tR\tpublishAs\"\xad\x01\n" +
 	"\x13OpenSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x129\n" +

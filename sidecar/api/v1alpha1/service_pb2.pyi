@@ -130,12 +130,14 @@ class NodeScore(_message.Message):
     def __init__(self, node: _Optional[str] = ..., score: _Optional[float] = ..., plugins: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("snapshot", "ttl_seconds")
+    __slots__ = ("snapshot", "ttl_seconds", "publish_as")
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PUBLISH_AS_FIELD_NUMBER: _ClassVar[int]
     snapshot: _snapshot_pb2.Snapshot
     ttl_seconds: int
-    def __init__(self, snapshot: _Optional[_Union[_snapshot_pb2.Snapshot, _Mapping]] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
+    publish_as: str
+    def __init__(self, snapshot: _Optional[_Union[_snapshot_pb2.Snapshot, _Mapping]] = ..., ttl_seconds: _Optional[int] = ..., publish_as: _Optional[str] = ...) -> None: ...
 
 class OpenSessionResponse(_message.Message):
     __slots__ = ("session_id", "expires_at", "node_count", "task_count")
