@@ -20,7 +20,7 @@ from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.snapshot import taskstatus as ts
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.io import load_snapshot
-from sidecar.snapshot.kube import parse_quantity, snapshot_from_objects, task_from_pod, volcano_units
+from sidecar.snapshot.kube import parse_quantity, snapshot_from_objects, task_from_pod, task_priority, volcano_units
 from sidecar.snapshot.state import ClusterState
 
 GUIDE = Path(__file__).resolve().parents[1] / "sidecar" / "data" / "guide-ascend.json"
@@ -136,3 +136,31 @@ def test_requests_sum_containers_max_init_containers_add_overhead() -> None:
     # non-zero: a 1000 + 100 + 100 (defaults) = 1200 vs init 3000 -> 3000, + 100 overhead
     assert (task.nonzero_requests.cpu, task.nonzero_requests.memory) == (3100, 2**30 + 2 * 200 * 2**20)
     assert (task.status, task.node) == (ts.PIPELINED, "n1")
+
+
+@pytest.mark.parametrize(
+    ("annotation", "spec_priority", "want"),
+    [
+        (None, None, 1),  # no Priority admission ran: NewTaskInfo's default
+        (None, 0, 0),
+        (None, 1000, 1000),
+        ("7", 1000, 7),  # the annotation wins
+        ("-3", None, -3),
+        ("+9", None, 9),
+        ("2147483647", None, 2147483647),
+        ("2147483648", 5, 5),  # not an int32: ignored
+        (" 7", 5, 5),  # strconv.ParseInt takes no spaces
+        ("7\n", 5, 5),
+        ("1_000", 5, 5),
+        ("high", None, 1),
+    ],
+)
+def test_task_priority_follows_volcanos_task_info(annotation: str | None, spec_priority: int | None, want: int) -> None:
+    """pkg/scheduler/api/job_info.go NewTaskInfo; the Go plugin sends TaskInfo.Priority itself."""
+    pod: dict[str, object] = {"metadata": {"name": "p", "annotations": {}}, "spec": {}}
+    if annotation is not None:
+        pod["metadata"]["annotations"]["volcano.sh/task-priority"] = annotation  # type: ignore[index]
+    if spec_priority is not None:
+        pod["spec"]["priority"] = spec_priority  # type: ignore[index]
+    assert task_priority(pod) == want
+    assert task_from_pod(pod).priority == want

@@ -32,7 +32,8 @@ const (
 	MiB = 1 << 20
 	// Service is the gRPC service name, also the health-check name the sidecar reports.
 	Service = "volcano.repack.v1alpha1.Repack"
-	// Latest is the session the extender intake keeps current (sidecar/api/sessions.py).
+	// Latest is the session the scheduler keeps current, through the repack plugin or the
+	// extender intake (sidecar/api/sessions.py).
 	Latest = "latest"
 	// AgeMetadata is the trailer carrying the age in seconds of Latest.
 	AgeMetadata = "repack-session-age-seconds"

@@ -4,6 +4,7 @@
 # Builds the real control plane from the Go module proxy into .controlplane/bin (git-ignored):
 #   etcd, kube-apiserver, kube-controller-manager   (go/controlplane/kube,    k8s.io/kubernetes)
 #   vc-scheduler, vc-controller-manager             (go/controlplane/volcano, volcano.sh/volcano)
+#   vc-scheduler-repack, repack-plugin.test         (go/plugin: the same Volcano + the repack plugin)
 #   kwok                                            (go/controlplane/kwok,    sigs.k8s.io/kwok)
 # The versions are the go.mod files' (the one place they are written); /version of kube-apiserver
 # reports the k8s.io/kubernetes version through the same ldflags Kubernetes' release build sets.
@@ -40,16 +41,18 @@ export GOFLAGS="${GOFLAGS:--buildvcs=false}"
 export CGO_ENABLED=0
 mkdir -p "$bin" "$cache"
 
-# key COMPONENT: the toolchain, the module files and the local sources of that component
+# key DIR...: the toolchain, and the module files and Go sources under each DIR
 key() {
-    (cd "$here/$1" && { echo "$gover"; cat go.mod go.sum; find . -name '*.go' -print0 | sort -z | xargs -0r cat; } | sha256sum | cut -c1-16)
+    { echo "$gover"; for d in "$@"; do (cd "$d" && find . \( -name '*.go' -o -name go.mod -o -name go.sum \) \
+        -not -path './.tools/*' -print0 | sort -z | xargs -0r cat); done; } | sha256sum | cut -c1-16
 }
 
-# build COMPONENT LDFLAGS OUT=PKG...: go build each package to $bin/OUT
+# build COMPONENT LDFLAGS OUT=PKG...: go build each package (in the component's module) to $bin/OUT;
+# OUT=test:PKG builds PKG's test binary instead
 build() {
     local comp=$1 ldflags=$2; shift 2
-    local k outs=() started=$SECONDS
-    k=$(key "$comp")
+    local k outs=() started=$SECONDS dir=${dirs[$comp]}
+    k=$(key "$dir" ${extra[$comp]:-})
     for spec in "$@"; do outs+=("${spec%%=*}"); done
     local stamp="$bin/.$comp.key"
     if [ "$force" = 0 ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$k" ]; then
@@ -65,7 +68,11 @@ build() {
     fi
     for spec in "$@"; do
         local out=${spec%%=*} pkg=${spec#*=}
-        (cd "$here/$comp" && go build -ldflags "$ldflags" -o "$bin/$out.tmp" "$pkg")
+        if [ "${pkg#test:}" != "$pkg" ]; then
+            (cd "$dir" && go test -c -o "$bin/$out.tmp" "${pkg#test:}")
+        else
+            (cd "$dir" && go build -ldflags "$ldflags" -o "$bin/$out.tmp" "$pkg")
+        fi
         mv "$bin/$out.tmp" "$bin/$out"
     done
     rm -rf "$cache/$comp-"*
@@ -76,7 +83,11 @@ build() {
     echo "$comp: built in $((SECONDS - started)) s (${outs[*]})"
 }
 
-modversion() { (cd "$here/$1" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' "$2"); }
+# where each component's module is; extra: other sources its key covers (a local replace)
+declare -A dirs=([kube]="$here/kube" [volcano]="$here/volcano" [kwok]="$here/kwok" [plugin]="$root/go/plugin")
+declare -A extra=([plugin]="$root/go/api $root/go/client")
+
+modversion() { (cd "${dirs[$1]}" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' "$2"); }
 
 total=$SECONDS
 kube=$(modversion kube k8s.io/kubernetes)
@@ -94,6 +105,12 @@ vv=volcano.sh/volcano/pkg/version
 build volcano "-s -w -X $vv.Version=$volcano -X $vv.GitSHA=module-proxy -X $vv.Built=1970-01-01" \
     vc-scheduler=volcano.sh/volcano/cmd/scheduler \
     vc-controller-manager=volcano.sh/volcano/cmd/controller-manager
+
+# vc-scheduler with the repack plugin compiled in (go/plugin), and the plugin's test binary
+# (tests/test_go_plugin.py runs it); the Volcano version and ldflags are the stock scheduler's
+build plugin "-s -w -X $vv.Version=$volcano -X $vv.GitSHA=module-proxy+repack -X $vv.Built=1970-01-01" \
+    vc-scheduler-repack=./cmd/vc-scheduler \
+    repack-plugin.test=test:./repack
 
 kwok=$(modversion kwok sigs.k8s.io/kwok)
 build kwok "-s -w" kwok=sigs.k8s.io/kwok/cmd/kwok

@@ -24,6 +24,7 @@ from sidecar.snapshot.units import CPU, MEMORY, PODS, SCALAR_FACTOR
 Obj = dict[str, Any]
 GROUP_NAME = "scheduling.k8s.io/group-name"
 TASK_SPEC = "volcano.sh/task-spec"
+TASK_PRIORITY = "volcano.sh/task-priority"
 OWNER_KIND = "sandbox.repack.volcano.sh/owner-kind"
 
 _SUFFIX = {
@@ -44,6 +45,7 @@ _SUFFIX = {
     "Pi": 2.0**50,
     "Ei": 2.0**60,
 }
+_INT = re.compile(r"[+-]?[0-9]+")
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
 
 
@@ -168,6 +170,17 @@ def task_status(pod: Obj) -> tuple[int, str]:
     return ts.UNKNOWN, node
 
 
+def task_priority(pod: Obj) -> int:
+    """Volcano's TaskInfo.Priority (api/job_info.go NewTaskInfo): the annotation
+    ``volcano.sh/task-priority`` when it is an int32, else ``spec.priority``, else 1 (a pod the
+    Priority admission plugin never saw; one it saw has ``spec.priority`` set, 0 by default)."""
+    note = ((pod.get("metadata") or {}).get("annotations") or {}).get(TASK_PRIORITY)
+    if isinstance(note, str) and _INT.fullmatch(note) and -(2**31) <= int(note) < 2**31:  # strconv.ParseInt(_, 10, 32)
+        return int(note)
+    priority = (pod.get("spec") or {}).get("priority")
+    return 1 if priority is None else int(priority)
+
+
 def task_from_pod(pod: Obj, groups: set[tuple[str, str]] | None = None) -> pb.Task:
     """One pod as a Task (its PodGroup named only when ``groups`` holds it, if given)."""
     meta, spec = pod.get("metadata", {}), pod.get("spec", {})
@@ -185,7 +198,7 @@ def task_from_pod(pod: Obj, groups: set[tuple[str, str]] | None = None) -> pb.Ta
         status=status,  # type: ignore[arg-type]
         pod_group=group,
         requests=requests,
-        priority=int(spec.get("priority") or 0),
+        priority=task_priority(pod),
         profile=_profile(pod),
         role=notes.get(TASK_SPEC, ""),
     )
