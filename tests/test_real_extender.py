@@ -43,11 +43,11 @@ def _extender_conf(port: int) -> str:
     return yaml.safe_dump(conf, sort_keys=False)
 
 
-def _spec() -> spec_pb2.RepackSpec:
+def _spec(pool: str = POOL) -> spec_pb2.RepackSpec:
     spec = spec_pb2.RepackSpec(mode=spec_pb2.RepackSpec.DryRun)
     spec.goals.add(resource=NPU)
     spec.max_per_run.pod_groups = 1
-    spec.scope.nodes.include.selector.match_labels["pool"] = POOL
+    spec.scope.nodes.include.selector.match_labels["pool"] = pool
     return spec
 
 

@@ -245,5 +245,6 @@ def test_open_session_published_as_latest_replaces_it_and_takes_the_supplement()
     assert labels.get("team-a") == {"tier": "gold"}  # the supplement's namespace came along
     for bad in ("Latest", "mine", " latest"):
         with pytest.raises(InputError, match=r"^publish_as: .*only"):
-            service.open_session(service_pb2.OpenSessionRequest(snapshot=guide_twenty_nodes(), publish_as=bad), NO_DEADLINE)
+            refused = service_pb2.OpenSessionRequest(snapshot=guide_twenty_nodes(), publish_as=bad)
+            service.open_session(refused, NO_DEADLINE)
     assert service.session("latest") is latest  # a refused publish changed nothing

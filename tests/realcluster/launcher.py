@@ -152,6 +152,9 @@ class RealCluster:
                       "vc-controllers-healthz": free_port(), "kwok": free_port()}  # fmt: skip
         self.scheduler_conf = scheduler_conf if scheduler_conf is not None else default_scheduler_conf()
         self.schedule_period = schedule_period
+        #: the binary the component "vc-scheduler" runs: Volcano's own, or "vc-scheduler-repack"
+        #: (the same release with the repack plugin compiled in) inside ``scheduler_binary()``
+        self.scheduler_bin = "vc-scheduler"
         self.components: dict[str, Component] = {}
         self.kubeconfig = self.dir / "kubeconfig"
         self.audit_log = self.dir / "audit.log"
@@ -259,6 +262,25 @@ class RealCluster:
             self._wait(name, deadline, self.ready)
         self._save_state()
 
+    @contextlib.contextmanager
+    def scheduler_binary(self, binary: str, conf: str) -> Iterator[None]:
+        """Run ``binary`` as the cluster's vc-scheduler with ``conf`` (same flags, same ports),
+        then Volcano's own again with the conf it had."""
+        conf_path = self.dir / "volcano-scheduler.conf"
+        original = conf_path.read_text()
+        self.stop("vc-scheduler")
+        conf_path.write_text(conf)
+        self.scheduler_bin = binary
+        try:
+            self.start("vc-scheduler")
+            yield
+        finally:
+            self.stop("vc-scheduler")
+            conf_path.write_text(original)
+            self.scheduler_bin = "vc-scheduler"
+            self.start("vc-scheduler")
+            self._save_state()
+
     def ready(self) -> bool:
         ctx = ssl.create_default_context(cafile=str(self.ca_file)) if self.ca_file.exists() else None
         if ctx is None:
@@ -313,7 +335,7 @@ class RealCluster:
                     f"--healthz-address=127.0.0.1:{p['vc-controllers-healthz']}",
                     f"--listen-address=127.0.0.1:{free_port()}", "--v=2"]  # fmt: skip
         if name == "vc-scheduler":
-            return [str(b / "vc-scheduler"), f"--kubeconfig={self.kubeconfig}", "--leader-elect=false",
+            return [str(b / self.scheduler_bin), f"--kubeconfig={self.kubeconfig}", "--leader-elect=false",
                     f"--scheduler-conf={d / 'volcano-scheduler.conf'}", f"--schedule-period={self.schedule_period}",
                     "--enable-healthz", f"--healthz-address=127.0.0.1:{p['vc-scheduler-healthz']}",
                     f"--listen-address=127.0.0.1:{p['vc-scheduler-metrics']}", "--cache-dumper=false",
