@@ -12,6 +12,7 @@ task for task, PodGroup for PodGroup. Two front doors, one reading of a session.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -21,7 +22,7 @@ import pytest
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.snapshot.forms import to_rows
 from sidecar.snapshot.volcano import snapshot_from_session
-from tests.realcluster.launcher import ClusterError, ensure_built
+from tests.realcluster.launcher import ROOT, ClusterError, ensure_built
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,7 @@ def plugin_test() -> Path:
 def _run(binary: Path, *args: str, env: dict[str, str] | None = None) -> str:
     proc = subprocess.run(
         [str(binary), "-test.count=1", *args], capture_output=True, text=True, timeout=600,
-        env={**os.environ, **(env or {})}, cwd=binary.parent,
+        env={**os.environ, **(env or {})}, cwd=ROOT / "go" / "plugin" / "repack",  # where `go test` runs it
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     return proc.stdout
@@ -77,3 +78,15 @@ def test_the_plugins_snapshot_is_the_extender_decoders_reading_of_the_same_sessi
     assert [p.name for tier in from_go.scheduler_config.tiers for p in tier.plugins] == [
         "gang", "predicates", "repack", "nodeorder"
     ]  # fmt: skip
+
+
+def test_the_plugin_cycle_benchmark_runs(plugin_test: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m bench.plugin_cycle`` at smoke size (1k nodes, two iterations): it reports both
+    variants, the capture and the builds (the numbers themselves are docs/volcano-plugin.md's)."""
+    from bench import plugin_cycle
+
+    monkeypatch.setenv("REPACK_BENCH_OUT", str(tmp_path))
+    assert plugin_cycle.main(["--quick", "--count", "1"]) == 0
+    (row,) = json.loads((tmp_path / "plugin_cycle.json").read_text())["sizes"]
+    assert row["nodes"] == 1000 and row["cycle_stock_ms"] > 0 and row["cycle_repack_ms"] > 0
+    assert 0 < row["capture_ms"] < row["cycle_stock_ms"] and row["snapshot_memo_ms"] > 0

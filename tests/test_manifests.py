@@ -6,6 +6,7 @@ exactly what its code paths use (tests/test_manifests_rbac.py proves that from t
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -114,7 +115,7 @@ def test_every_base_renders_only_objects_this_project_owns(directory: str, kinds
 
 
 @needs_kubectl
-@pytest.mark.parametrize("directory", ["sidecar", "extender", "overlays/volcano-chart"])
+@pytest.mark.parametrize("directory", ["sidecar", "extender", "plugin", "overlays/volcano-chart"])
 def test_nothing_stands_in_for_the_users_scheduler(directory: str) -> None:
     """The Components create nothing, and the example overlay does not render until the user saves
     their own chart render in it: no object of ours can overwrite the live Deployment or ConfigMap."""
@@ -239,6 +240,41 @@ def test_the_scheduler_conf_gains_the_extender_tier(overlay: list[dict[str, Any]
     assert arguments["extender.onSessionCloseVerb"] == "onSessionClose"
     assert "predicateVerb" not in str(arguments) and "prioritizeVerb" not in str(arguments), "opt-in only"
     assert arguments["extender.httpTimeout"] == "1s"
+
+
+# -- the scheduler conf and image: the repack plugin --------------------------------------------------
+def plugin_arguments() -> set[str]:
+    """Every argument go/plugin/repack reads (its Arg* constants): the one place they are written."""
+    source = (ROOT / "go" / "plugin" / "repack" / "plugin.go").read_text()
+    return set(re.findall(r'^\s*Arg\w+\s*=\s*"(repack\.\w+)"', source, re.MULTILINE))
+
+
+@needs_kubectl
+def test_the_plugin_component_swaps_the_image_and_adds_the_repack_tier(tmp_path: Path) -> None:
+    """The overlay with ../../plugin in place of ../../extender, as manifests/README.md says."""
+    copy = tmp_path / "manifests"
+    shutil.copytree(MANIFESTS, copy)
+    shutil.copyfile(CHART, copy / "overlays" / "volcano-chart" / "volcano-chart.yaml")
+    kustomization = copy / "overlays" / "volcano-chart" / "kustomization.yaml"
+    kustomization.write_text(kustomization.read_text().replace("- ../../extender", "- ../../plugin"))
+    objs = render(copy / "overlays" / "volcano-chart")
+    data = one(objs, "ConfigMap", "volcano-scheduler-configmap")["data"]
+    assert data["volcano-scheduler.conf"] == (MANIFESTS / "plugin" / "volcano-scheduler.conf").read_text()
+    conf = yaml.safe_load(data["volcano-scheduler.conf"])
+    default = yaml.safe_load(one(chart(), "ConfigMap", "volcano-scheduler-configmap")["data"]["volcano-scheduler.conf"])
+    assert conf["actions"] == default["actions"] and conf["tiers"][:-1] == default["tiers"], "the chart's default"
+    (repack,) = conf["tiers"][-1]["plugins"]
+    assert repack["name"] == "repack"
+    known = plugin_arguments()
+    assert len(known) == 8 and set(repack["arguments"]) <= known, set(repack["arguments"]) - known
+    spec = one(objs, "Deployment", "volcano-scheduler")["spec"]["template"]["spec"]
+    (sidecar,) = [c for c in spec["containers"] if c["name"] == "repack-sidecar"]
+    assert repack["arguments"]["repack.address"] == f"127.0.0.1:{_flag(sidecar['args'], '--port')}"
+    assert "repack.predicate" not in repack["arguments"] and "repack.nodeOrder" not in repack["arguments"]
+    (scheduler,) = [c for c in spec["containers"] if c["name"] == "volcano-scheduler"]
+    assert scheduler["image"].startswith("ghcr.io/volcano-repack/vc-scheduler-repack:v1.14.1-")
+    volcano = (ROOT / "go" / "plugin" / "go.mod").read_text()
+    assert "volcano.sh/volcano v1.14.1" in volcano, "the image tag names the Volcano release go/plugin builds"
 
 
 # -- offline schema validation -------------------------------------------------------------------------

@@ -9,10 +9,10 @@ import (
 	"volcano.sh/repack/client"
 )
 
-// cycle is what a scheduler plugin would do from OnSessionOpen (go/README.md, design note):
-// upload the cycle's snapshot once and plan on it off the scheduling goroutine, under a deadline
-// shorter than the scheduling period, so a slow or restarting sidecar never delays a cycle.
-// cancel the returned context from the next OnSessionOpen (or OnSessionClose).
+// cycle plans on a private session: upload a snapshot once and plan on it off the caller's
+// goroutine, under a deadline shorter than the caller's period, so a slow or restarting sidecar
+// never delays it; cancel the returned context from the next period. (The scheduler plugin in
+// go/plugin publishes the shared session "latest" instead: docs/volcano-plugin.md.)
 func cycle(c *client.Client, snap *pb.Snapshot, spec *pb.RepackSpec, period time.Duration) context.CancelFunc {
 	ctx, cancel := context.WithTimeout(context.Background(), period*8/10)
 	go func() {

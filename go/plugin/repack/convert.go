@@ -31,20 +31,51 @@ const (
 	// the sandbox's stand-in for a controller owner (sidecar/snapshot/kube.py OWNER_KIND)
 	ownerKindAnnotation = "sandbox.repack.volcano.sh/owner-kind"
 	defaultScheduler    = "default-scheduler"
-	// how often (in objects) the conversion looks at its budget
+	// how often (in objects) the capture looks at its budget
 	budgetStride = 256
 )
 
-// ErrBudget is returned when converting a session takes longer than its budget: the cycle goes
+// ErrBudget is returned when capturing a session takes longer than its budget: the cycle goes
 // on without publishing rather than wait for the sidecar's copy.
-var ErrBudget = errors.New("session conversion over budget")
+var ErrBudget = errors.New("session capture over budget")
 
-// Session is what Convert reads of a Volcano session (framework.Session's fields of that name).
+// Session is what Capture reads of a Volcano session (framework.Session's fields of that name).
 type Session struct {
 	UID   string
 	Jobs  map[api.JobID]*api.JobInfo
 	Nodes map[string]*api.NodeInfo
 	Tiers []conf.Tier
+}
+
+// Capture is what a Snapshot needs of a session, copied out of the maps and fields Volcano's
+// actions change once OnSessionOpen returns (task status and node, Jobs' Tasks maps, PodGroup
+// status). It keeps pointers only to what a session never changes in place: the informer's Pod
+// and Node objects and each task's InitResreq / each node's Allocatable, which Volcano clones
+// into every session. Taking it is the plugin's whole share of a scheduling cycle; the Snapshot
+// is built from it on the publisher's goroutine.
+type Capture struct {
+	uid    string
+	nodes  []capturedNode
+	groups []*pb.PodGroup
+	tasks  []capturedTask
+	conf   *pb.SchedulerConfig
+	// Took is how long the capture held the scheduling goroutine.
+	Took time.Duration
+}
+
+type capturedNode struct {
+	name  string
+	node  *v1.Node
+	alloc *api.Resource
+}
+
+type capturedTask struct {
+	uid, name, namespace, nodeName, role string
+	group                                string // "namespace/name" of its PodGroup, "" for none
+	status                               api.TaskStatus
+	priority                             int32
+	pod                                  *v1.Pod
+	init                                 *api.Resource
 }
 
 // Converted is a session as the contract's columnar Snapshot, with what was left out.
@@ -53,38 +84,127 @@ type Converted struct {
 	// Tasks whose node is not in the session (its Node object is gone; Volcano counts them on
 	// no node): left out, as Volcano leaves them out of every node's accounting.
 	Orphans int
-	Elapsed time.Duration
 }
 
-// Convert builds the Snapshot of s; with budget > 0 it gives up with ErrBudget once that much
-// time has gone.
-func Convert(s Session, budget time.Duration) (*Converted, error) {
+// CaptureSession copies what a Snapshot needs of s; with budget > 0 it gives up with ErrBudget
+// once that much time has gone.
+func CaptureSession(s Session, budget time.Duration) (*Capture, error) {
 	start := time.Now()
-	c := &converter{
-		start: start, budget: budget,
-		nodes: map[string]int32{}, namespaces: map[string]int32{}, groups: map[string]int32{},
-		profiles: map[string]int32{}, resources: map[string]int{},
-		snap: &pb.Snapshot{Name: s.UID, TaskColumns: &pb.TaskColumns{}},
+	c := &Capture{uid: s.UID, nodes: make([]capturedNode, 0, len(s.Nodes)), conf: schedulerConfig(s.Tiers)}
+	ticks := 0
+	tick := func() error {
+		ticks++
+		if budget > 0 && ticks%budgetStride == 0 && time.Since(start) > budget {
+			return fmt.Errorf("%w: %s spent, budget %s", ErrBudget, time.Since(start).Round(time.Millisecond), budget)
+		}
+		return nil
 	}
-	if err := c.addNodes(s.Nodes); err != nil {
-		return nil, err
+	n := 0
+	for _, job := range s.Jobs {
+		n += len(job.Tasks)
 	}
-	c.addPodGroups(s.Jobs)
-	rows, err := c.collectTasks(s)
+	c.tasks = make([]capturedTask, 0, n)
+	for _, job := range s.Jobs {
+		group := ""
+		if job.PodGroup != nil {
+			pg := podGroup(job)
+			c.groups = append(c.groups, pg)
+			group = pg.Namespace + "/" + pg.Name
+		}
+		for _, t := range job.Tasks {
+			if err := tick(); err != nil {
+				return nil, err
+			}
+			c.tasks = append(c.tasks, capture(t, group))
+		}
+	}
+	for name, info := range s.Nodes {
+		if err := tick(); err != nil {
+			return nil, err
+		}
+		c.nodes = append(c.nodes, capturedNode{name: name, node: info.Node, alloc: info.Allocatable})
+		for _, t := range info.Tasks { // pods no Job of the session holds: other schedulers'
+			if _, held := s.Jobs[t.Job]; !held {
+				c.tasks = append(c.tasks, capture(t, ""))
+			}
+		}
+	}
+	c.Took = time.Since(start)
+	return c, nil
+}
+
+func capture(t *api.TaskInfo, group string) capturedTask {
+	return capturedTask{
+		uid: string(t.UID), name: t.Name, namespace: t.Namespace, nodeName: t.NodeName, role: t.TaskRole,
+		group: group, status: t.Status, priority: t.Priority, pod: t.Pod, init: t.InitResreq,
+	}
+}
+
+// Convert captures s and builds its Snapshot at once (the plugin splits the two across goroutines).
+func Convert(s Session, budget time.Duration) (*Converted, error) {
+	c, err := CaptureSession(s, budget)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.addTasks(rows); err != nil {
-		return nil, err
-	}
-	c.snap.SchedulerConfig = schedulerConfig(s.Tiers)
-	return &Converted{Snapshot: c.snap, Orphans: c.orphans, Elapsed: time.Since(start)}, nil
+	return c.Snapshot()
 }
 
-type converter struct {
-	start      time.Time
-	budget     time.Duration
-	ticks      int
+// Snapshot builds the contract's columnar Snapshot of the capture: nodes by name, PodGroups by
+// namespace and name, tasks in the order the API server lists pods (namespace, name) as the
+// watcher's informer view has them (a plan's ties follow input order).
+func (c *Capture) Snapshot() (*Converted, error) {
+	conv, _, err := c.Build(nil)
+	return conv, err
+}
+
+// podFacts is what a Snapshot derives from one Pod object: its profile (and the profile's
+// interning key) and its non-zero requests.
+type podFacts struct {
+	key      string
+	profile  *pb.TaskProfile
+	cpu, mem float64
+}
+
+// Memo carries podFacts from one build to the next, keyed by the Pod object: Volcano's cache
+// replaces a pod's object when the pod changes and every session shares it, so the same pointer
+// is the same pod version. A build keeps only the pods it saw (the others' objects are released).
+type Memo map[*v1.Pod]podFacts
+
+// Build is Snapshot reusing what memo knows (nil: nothing); it returns this build's memo.
+func (c *Capture) Build(memo Memo) (*Converted, Memo, error) {
+	b := &builder{
+		nodes: map[string]int32{}, namespaces: map[string]int32{}, groups: map[string]int32{},
+		profiles: map[string]int32{}, resources: map[string]int{}, memo: memo, next: make(Memo, len(c.tasks)),
+		snap: &pb.Snapshot{Name: c.uid, TaskColumns: &pb.TaskColumns{}, SchedulerConfig: c.conf},
+	}
+	sort.Slice(c.nodes, func(i, j int) bool { return c.nodes[i].name < c.nodes[j].name })
+	for _, n := range c.nodes {
+		b.nodes[n.name] = int32(len(b.snap.Nodes))
+		b.snap.Nodes = append(b.snap.Nodes, node(n))
+	}
+	sort.Slice(c.groups, func(i, j int) bool {
+		if c.groups[i].Namespace != c.groups[j].Namespace {
+			return c.groups[i].Namespace < c.groups[j].Namespace
+		}
+		return c.groups[i].Name < c.groups[j].Name
+	})
+	for i, g := range c.groups {
+		b.groups[g.Namespace+"/"+g.Name] = int32(i)
+	}
+	b.snap.PodGroups = c.groups
+	sort.Slice(c.tasks, func(i, j int) bool {
+		if c.tasks[i].namespace != c.tasks[j].namespace {
+			return c.tasks[i].namespace < c.tasks[j].namespace
+		}
+		return c.tasks[i].name < c.tasks[j].name
+	})
+	if err := b.addTasks(c.tasks); err != nil {
+		return nil, nil, err
+	}
+	return &Converted{Snapshot: b.snap, Orphans: b.orphans}, b.next, nil
+}
+
+type builder struct {
 	snap       *pb.Snapshot
 	nodes      map[string]int32
 	namespaces map[string]int32
@@ -92,38 +212,15 @@ type converter struct {
 	profiles   map[string]int32
 	resources  map[string]int // resource -> column in TaskColumns.Requests
 	orphans    int
+	memo, next Memo
 }
 
-func (c *converter) tick() error {
-	c.ticks++
-	if c.budget > 0 && c.ticks%budgetStride == 0 && time.Since(c.start) > c.budget {
-		return fmt.Errorf("%w: %s spent, budget %s", ErrBudget, time.Since(c.start).Round(time.Millisecond), c.budget)
-	}
-	return nil
-}
-
-func (c *converter) addNodes(infos map[string]*api.NodeInfo) error {
-	names := make([]string, 0, len(infos))
-	for name := range infos {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if err := c.tick(); err != nil {
-			return err
-		}
-		c.nodes[name] = int32(len(c.snap.Nodes))
-		c.snap.Nodes = append(c.snap.Nodes, node(name, infos[name]))
-	}
-	return nil
-}
-
-// node is a NodeInfo as a Node: its object's labels, taints and cordon, Volcano's allocatable,
-// and the taint the node lifecycle controller would add when Ready is not True (Volcano's
-// session reports every node Ready).
-func node(name string, info *api.NodeInfo) *pb.Node {
-	out := &pb.Node{Name: name, Allocatable: units(info.Allocatable)}
-	n := info.Node
+// node is a captured NodeInfo as a Node: its object's labels, taints and cordon, Volcano's
+// allocatable, and the taint the node lifecycle controller would add when Ready is not True
+// (Volcano's session reports every node Ready).
+func node(c capturedNode) *pb.Node {
+	out := &pb.Node{Name: c.name, Allocatable: units(c.alloc)}
+	n := c.node
 	if n == nil {
 		return out
 	}
@@ -170,26 +267,6 @@ func units(r *api.Resource) map[string]float64 {
 	return out
 }
 
-func (c *converter) addPodGroups(jobs map[api.JobID]*api.JobInfo) {
-	var groups []*pb.PodGroup
-	for _, job := range jobs {
-		if job.PodGroup == nil {
-			continue
-		}
-		groups = append(groups, podGroup(job))
-	}
-	sort.Slice(groups, func(i, j int) bool {
-		if groups[i].Namespace != groups[j].Namespace {
-			return groups[i].Namespace < groups[j].Namespace
-		}
-		return groups[i].Name < groups[j].Name
-	})
-	for i, g := range groups {
-		c.groups[g.Namespace+"/"+g.Name] = int32(i)
-	}
-	c.snap.PodGroups = groups
-}
-
 func podGroup(job *api.JobInfo) *pb.PodGroup {
 	g := job.PodGroup
 	ns := g.Namespace
@@ -209,96 +286,49 @@ func podGroup(job *api.JobInfo) *pb.PodGroup {
 	return out
 }
 
-type row struct {
-	task  *api.TaskInfo
-	group string // "namespace/name" of its PodGroup, "" for none
-}
-
-// collectTasks: every task once, from its Job; pods on a node that no Job holds (other
-// schedulers') from the node; in the order the API server lists pods (namespace, name), as the
-// watcher's informer view has them (a plan's ties follow input order).
-func (c *converter) collectTasks(s Session) ([]row, error) {
-	seen := map[api.TaskID]bool{}
-	var rows []row
-	for _, job := range s.Jobs {
-		group := ""
-		if job.PodGroup != nil {
-			ns := job.PodGroup.Namespace
-			if ns == "" {
-				ns = job.Namespace
-			}
-			group = ns + "/" + job.PodGroup.Name
-		}
-		for uid, t := range job.Tasks {
-			rows = append(rows, row{t, group})
-			seen[uid] = true
-		}
-	}
-	for _, info := range s.Nodes {
-		for _, t := range info.Tasks {
-			if !seen[t.UID] {
-				rows = append(rows, row{t, ""})
-				seen[t.UID] = true
-			}
-		}
-	}
-	sort.Slice(rows, func(i, j int) bool {
-		a, b := rows[i].task, rows[j].task
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
-	})
-	return rows, nil
-}
-
-func (c *converter) addTasks(rows []row) error {
-	col := c.snap.TaskColumns
-	n := len(rows)
+func (b *builder) addTasks(tasks []capturedTask) error {
+	col := b.snap.TaskColumns
+	n := len(tasks)
 	col.Uid, col.Name = make([]string, 0, n), make([]string, 0, n)
 	col.Namespace, col.Node, col.PodGroup = make([]int32, 0, n), make([]int32, 0, n), make([]int32, 0, n)
 	col.Status, col.Priority, col.Profile = make([]pb.Task_Status, 0, n), make([]int32, 0, n), make([]int32, 0, n)
 	col.Role, col.NonzeroCpu, col.NonzeroMemory = make([]string, 0, n), make([]float64, 0, n), make([]float64, 0, n)
-	for _, r := range rows {
-		if err := c.tick(); err != nil {
-			return err
-		}
-		t := r.task
+	for k := range tasks {
+		t := &tasks[k]
 		nodeIndex := int32(-1)
-		if t.Status != api.Pending && t.NodeName != "" {
-			i, ok := c.nodes[t.NodeName]
+		if t.status != api.Pending && t.nodeName != "" {
+			i, ok := b.nodes[t.nodeName]
 			if !ok {
-				c.orphans++
+				b.orphans++
 				continue
 			}
 			nodeIndex = i
 		}
 		group := int32(-1)
-		if r.group != "" {
-			group = c.groups[r.group]
+		if t.group != "" {
+			group = b.groups[t.group]
 		}
-		profile, err := c.profile(t.Pod)
+		facts, err := b.facts(t.pod)
 		if err != nil {
 			return err
 		}
 		i := len(col.Uid)
-		col.Uid = append(col.Uid, string(t.UID))
-		col.Name = append(col.Name, t.Name)
-		col.Namespace = append(col.Namespace, c.namespace(t.Namespace))
+		col.Uid = append(col.Uid, t.uid)
+		col.Name = append(col.Name, t.name)
+		col.Namespace = append(col.Namespace, b.namespace(t.namespace))
 		col.Node = append(col.Node, nodeIndex)
-		col.Status = append(col.Status, pb.Task_Status(t.Status))
+		col.Status = append(col.Status, pb.Task_Status(t.status))
 		col.PodGroup = append(col.PodGroup, group)
-		col.Priority = append(col.Priority, t.Priority)
-		col.Profile = append(col.Profile, profile)
-		col.Role = append(col.Role, t.TaskRole)
-		cpu, mem := nonzero(t.Pod)
-		col.NonzeroCpu = append(col.NonzeroCpu, cpu)
-		col.NonzeroMemory = append(col.NonzeroMemory, mem)
-		for name, v := range requests(t.InitResreq) {
-			c.column(name, n).Values[i] = v
+		col.Priority = append(col.Priority, t.priority)
+		col.Profile = append(col.Profile, b.intern(facts))
+		col.Role = append(col.Role, t.role)
+		col.NonzeroCpu = append(col.NonzeroCpu, facts.cpu)
+		col.NonzeroMemory = append(col.NonzeroMemory, facts.mem)
+		for name, v := range requests(t.init) {
+			b.column(name, n).Values[i] = v
 		}
 	}
-	// columns were sized for every row: trim to the tasks kept
+	// columns were sized for every task: trim to the tasks kept
 	for _, rc := range col.Requests {
 		rc.Values = rc.Values[:len(col.Uid)]
 	}
@@ -333,41 +363,56 @@ var defaults = v1.ResourceList{
 	v1.ResourceMemory: *resource.NewQuantity(schedutil.DefaultMemoryRequest, resource.BinarySI),
 }
 
-func (c *converter) column(name string, n int) *pb.ResourceColumn {
-	i, ok := c.resources[name]
+func (b *builder) column(name string, n int) *pb.ResourceColumn {
+	i, ok := b.resources[name]
 	if !ok {
-		i = len(c.snap.TaskColumns.Requests)
-		c.resources[name] = i
-		c.snap.TaskColumns.Requests = append(c.snap.TaskColumns.Requests,
+		i = len(b.snap.TaskColumns.Requests)
+		b.resources[name] = i
+		b.snap.TaskColumns.Requests = append(b.snap.TaskColumns.Requests,
 			&pb.ResourceColumn{Resource: name, Values: make([]float64, n)})
 	}
-	return c.snap.TaskColumns.Requests[i]
+	return b.snap.TaskColumns.Requests[i]
 }
 
-func (c *converter) namespace(name string) int32 {
-	i, ok := c.namespaces[name]
+func (b *builder) namespace(name string) int32 {
+	i, ok := b.namespaces[name]
 	if !ok {
-		i = int32(len(c.snap.Namespaces))
-		c.namespaces[name] = i
-		c.snap.Namespaces = append(c.snap.Namespaces, &pb.Namespace{Name: name})
+		i = int32(len(b.snap.Namespaces))
+		b.namespaces[name] = i
+		b.snap.Namespaces = append(b.snap.Namespaces, &pb.Namespace{Name: name})
 	}
 	return i
 }
 
-// profile interns the pod's scheduling rules: replicas of one template share one profile.
-func (c *converter) profile(pod *v1.Pod) (int32, error) {
+// facts are the pod's profile and non-zero requests: from the memo when the pod object is one
+// the last build saw, else computed.
+func (b *builder) facts(pod *v1.Pod) (podFacts, error) {
+	if f, ok := b.memo[pod]; ok && pod != nil {
+		b.next[pod] = f
+		return f, nil
+	}
 	p := Profile(pod)
 	key, err := proto.MarshalOptions{Deterministic: true}.Marshal(p)
 	if err != nil {
-		return 0, err
+		return podFacts{}, err
 	}
-	i, ok := c.profiles[string(key)]
+	f := podFacts{key: string(key), profile: p}
+	f.cpu, f.mem = nonzero(pod)
+	if pod != nil {
+		b.next[pod] = f
+	}
+	return f, nil
+}
+
+// intern gives the profile's index: replicas of one template share one profile.
+func (b *builder) intern(f podFacts) int32 {
+	i, ok := b.profiles[f.key]
 	if !ok {
-		i = int32(len(c.snap.Profiles))
-		c.profiles[string(key)] = i
-		c.snap.Profiles = append(c.snap.Profiles, p)
+		i = int32(len(b.snap.Profiles))
+		b.profiles[f.key] = i
+		b.snap.Profiles = append(b.snap.Profiles, f.profile)
 	}
-	return i, nil
+	return i
 }
 
 // schedulerConfig is the session's tiers as the contract's SchedulerConfig (arguments as

@@ -37,7 +37,7 @@ const (
 	ArgAddress        = "repack.address"        // the sidecar's gRPC address (default 127.0.0.1:50151)
 	ArgPublish        = "repack.publish"        // publish each session as "latest" (default true)
 	ArgPublishTimeout = "repack.publishTimeout" // deadline of one publish call (default 800ms)
-	ArgBudget         = "repack.budget"         // most time a cycle may spend converting (default 250ms)
+	ArgBudget         = "repack.budget"         // most time a cycle may spend capturing the session (default 100ms)
 	ArgSessionTTL     = "repack.sessionTTL"     // how long the sidecar keeps "latest" (default: its --session-ttl)
 	ArgPredicate      = "repack.predicate"      // register a predicate on the sidecar's Filter (default false)
 	ArgNodeOrder      = "repack.nodeOrder"      // register a batch node order on its Prioritize (default false)
@@ -60,7 +60,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Address: "127.0.0.1:50151", Publish: true, PublishTimeout: 800 * time.Millisecond,
-		Budget: 250 * time.Millisecond, HookTimeout: 50 * time.Millisecond,
+		Budget: 100 * time.Millisecond, HookTimeout: 50 * time.Millisecond,
 	}
 }
 
@@ -186,22 +186,20 @@ func New(args framework.Arguments) framework.Plugin {
 
 func (p *plugin) Name() string { return PluginName }
 
-// OnSessionOpen converts the session on the scheduling goroutine (actions change it afterwards,
-// so it cannot be read later) within the budget, hands it to the publisher and returns.
+// OnSessionOpen captures the session on the scheduling goroutine (actions change it afterwards,
+// so it cannot be read later), within the budget, and hands the capture to the publisher, which
+// builds and sends the Snapshot on its own goroutine.
 func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	if p.pub == nil {
 		return
 	}
 	if p.cfg.Publish {
-		conv, err := Convert(Session{UID: string(ssn.UID), Jobs: ssn.Jobs, Nodes: ssn.Nodes, Tiers: ssn.Tiers}, p.cfg.Budget)
+		c, err := CaptureSession(Session{UID: string(ssn.UID), Jobs: ssn.Jobs, Nodes: ssn.Nodes, Tiers: ssn.Tiers}, p.cfg.Budget)
 		if err != nil {
 			p.pub.stats.Failed.Add(1)
 			klog.Warningf("repack: session %s not published: %v", ssn.UID, err)
 		} else {
-			if conv.Orphans > 0 {
-				klog.V(3).Infof("repack: session %s: %d tasks on nodes not in the session left out", ssn.UID, conv.Orphans)
-			}
-			p.pub.submit(&job{snap: conv.Snapshot, timeout: p.cfg.PublishTimeout, ttl: int32(p.cfg.SessionTTL / time.Second)})
+			p.pub.submit(&job{capture: c, timeout: p.cfg.PublishTimeout, ttl: int32(p.cfg.SessionTTL / time.Second)})
 		}
 	}
 	if p.cfg.Predicate {

@@ -26,12 +26,12 @@ var (
 // Stats counts what a publisher did (read by tests and logged).
 type Stats struct {
 	Published, Failed, Dropped atomic.Int64
-	// the last publish's round trip, in microseconds
-	LastMicros atomic.Int64
+	// the last publish: building the Snapshot, and that plus the call, in microseconds
+	BuildMicros, LastMicros atomic.Int64
 }
 
 type job struct {
-	snap    *pb.Snapshot
+	capture *Capture
 	timeout time.Duration
 	ttl     int32
 }
@@ -43,6 +43,7 @@ type publisher struct {
 	next   *job
 	wake   chan struct{}
 	stats  Stats
+	memo   Memo // the last build's pod facts (only the publishing goroutine touches it)
 }
 
 // publisherFor returns the publisher of addr, dialling it once (the dial is lazy: no I/O here).
@@ -62,7 +63,7 @@ func publisherFor(addr string) (*publisher, error) {
 	return p, nil
 }
 
-// submit leaves snap for the publishing goroutine, replacing one it has not taken yet.
+// submit leaves the capture for the publishing goroutine, replacing one it has not taken yet.
 func (p *publisher) submit(j *job) {
 	p.mu.Lock()
 	if p.next != nil {
@@ -91,18 +92,31 @@ func (p *publisher) run() {
 			continue
 		}
 		started := time.Now()
+		conv, memo, err := j.capture.Build(p.memo)
+		if err != nil {
+			p.stats.Failed.Add(1)
+			klog.Warningf("repack: session %s not converted: %v", j.capture.uid, err)
+			continue
+		}
+		if conv.Orphans > 0 {
+			klog.V(3).Infof("repack: session %s: %d tasks on nodes not in the session left out", j.capture.uid, conv.Orphans)
+		}
+		p.memo = memo
+		built := time.Since(started)
 		ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
-		resp, err := p.client.OpenSession(ctx, &pb.OpenSessionRequest{Snapshot: j.snap, TtlSeconds: j.ttl, PublishAs: client.Latest})
+		resp, err := p.client.OpenSession(ctx, &pb.OpenSessionRequest{Snapshot: conv.Snapshot, TtlSeconds: j.ttl, PublishAs: client.Latest})
 		cancel()
+		p.stats.BuildMicros.Store(built.Microseconds())
 		p.stats.LastMicros.Store(time.Since(started).Microseconds())
 		if err != nil {
 			p.stats.Failed.Add(1)
 			klog.Warningf("repack: publishing session %s to %s failed after %s: %v",
-				j.snap.Name, p.addr, time.Since(started).Round(time.Millisecond), err)
+				j.capture.uid, p.addr, time.Since(started).Round(time.Millisecond), err)
 			continue
 		}
 		p.stats.Published.Add(1)
-		klog.V(4).Infof("repack: session %s published as %q to %s in %s (%d nodes, %d tasks)",
-			j.snap.Name, resp.SessionId, p.addr, time.Since(started).Round(time.Millisecond), resp.NodeCount, resp.TaskCount)
+		klog.V(4).Infof("repack: session %s published as %q to %s in %s (built in %s; %d nodes, %d tasks)",
+			j.capture.uid, resp.SessionId, p.addr, time.Since(started).Round(time.Millisecond),
+			built.Round(time.Millisecond), resp.NodeCount, resp.TaskCount)
 	}
 }
