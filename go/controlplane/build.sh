@@ -69,7 +69,7 @@ build() {
     for spec in "$@"; do
         local out=${spec%%=*} pkg=${spec#*=}
         if [ "${pkg#test:}" != "$pkg" ]; then
-            (cd "$dir" && go test -c -o "$bin/$out.tmp" "${pkg#test:}")
+            (cd "$dir" && go test -c -ldflags "$ldflags" -o "$bin/$out.tmp" "${pkg#test:}")
         else
             (cd "$dir" && go build -ldflags "$ldflags" -o "$bin/$out.tmp" "$pkg")
         fi

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +87,10 @@ async def start(config: ServerConfig) -> RunningServer:
         options=config.grpc_options(),
     )
     service = RepackService(config.service_limits(), observer=metrics.PrometheusObserver())
+    # the age of `latest`, whichever door published it (the scheduler plugin or the extender);
+    # a weak reference: a stopped server's service is not kept alive by the metric
+    ref = weakref.ref(service)
+    metrics.track_session_age(lambda: (lambda s: s.session_age() if s is not None else None)(ref()))
     server.add_generic_rpc_handlers((generic_handler(service, config, pool),))
 
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import threading
 import time
-import weakref
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -166,14 +165,10 @@ class Extender:
         self.service, self.timeout, self.max_age = service, timeout, max_age
         self.decode_rate = DECODE_RATE
         self.intake = SessionIntake(service)
-        ref = weakref.ref(self)
-        self._age_source = lambda: (lambda e: e.session_age() if e is not None else None)(ref())
-        metrics.track_session_age(self._age_source)
 
     def session_age(self) -> float | None:
         """Seconds since ``latest`` was published, or None while there is none."""
-        session = self.service.session(self.intake.name)
-        return None if session is None else max(0.0, time.time() - session.opened_at)
+        return self.service.session_age(self.intake.name)
 
     def fresh_session(self) -> str | None:
         session = self.service.session(self.intake.name)
@@ -299,8 +294,6 @@ class Extender:
         return {"nodeScore": scores, "errorMessage": ""}
 
     def stop(self) -> None:
-        if metrics.SESSION_AGE.source is self._age_source:
-            metrics.track_session_age(None)
         self.intake.stop()
 
 

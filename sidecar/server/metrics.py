@@ -84,8 +84,9 @@ EXTENDER_DECODE_SECONDS = Histogram(
 
 
 class _SessionAge(Collector):
-    """``repack_extender_session_age_seconds``: the age of ``latest`` at scrape time, from the newest
-    extender intake registered; no sample while there is no such session."""
+    """``repack_extender_session_age_seconds``: the age of ``latest`` at scrape time, whoever
+    published it (the repack scheduler plugin over gRPC, or the extender intake); no sample while
+    there is no such session. The name predates the plugin and is kept for dashboards."""
 
     def __init__(self) -> None:
         self.source: Callable[[], float | None] | None = None
@@ -93,7 +94,8 @@ class _SessionAge(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         family = GaugeMetricFamily(
             "repack_extender_session_age_seconds",
-            "Seconds since the extender's session `latest` was published (absent while there is none)",
+            "Seconds since the session `latest` was published, by the scheduler plugin or the extender"
+            " (absent while there is none)",
         )
         age = self.source() if self.source is not None else None
         if age is not None:

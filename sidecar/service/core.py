@@ -222,6 +222,11 @@ class RepackService:
         """The open session called ``name`` (with its ``opened_at``), or None."""
         return self._sessions.get(name)
 
+    def session_age(self, name: str = LATEST) -> float | None:
+        """Seconds since the session ``name`` was published or opened, or None while there is none."""
+        session = self._sessions.get(name)
+        return None if session is None else max(0.0, time.time() - session.opened_at)
+
     def close_session(
         self, request: service_pb2.CloseSessionRequest, deadline: Deadline
     ) -> service_pb2.CloseSessionResponse:

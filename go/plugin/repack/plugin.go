@@ -197,8 +197,10 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 		c, err := CaptureSession(Session{UID: string(ssn.UID), Jobs: ssn.Jobs, Nodes: ssn.Nodes, Tiers: ssn.Tiers}, p.cfg.Budget)
 		if err != nil {
 			p.pub.stats.Failed.Add(1)
+			sessionsTotal.WithLabelValues("over_budget").Inc()
 			klog.Warningf("repack: session %s not published: %v", ssn.UID, err)
 		} else {
+			captureSeconds.Observe(c.Took.Seconds())
 			p.pub.submit(&job{capture: c, timeout: p.cfg.PublishTimeout, ttl: int32(p.cfg.SessionTTL / time.Second)})
 		}
 	}

@@ -68,6 +68,7 @@ func (p *publisher) submit(j *job) {
 	p.mu.Lock()
 	if p.next != nil {
 		p.stats.Dropped.Add(1)
+		sessionsTotal.WithLabelValues("dropped").Inc()
 	}
 	p.next = j
 	p.mu.Unlock()
@@ -95,6 +96,7 @@ func (p *publisher) run() {
 		conv, memo, err := j.capture.Build(p.memo)
 		if err != nil {
 			p.stats.Failed.Add(1)
+			sessionsTotal.WithLabelValues("failed").Inc()
 			klog.Warningf("repack: session %s not converted: %v", j.capture.uid, err)
 			continue
 		}
@@ -108,13 +110,16 @@ func (p *publisher) run() {
 		cancel()
 		p.stats.BuildMicros.Store(built.Microseconds())
 		p.stats.LastMicros.Store(time.Since(started).Microseconds())
+		publishSeconds.Observe(time.Since(started).Seconds())
 		if err != nil {
 			p.stats.Failed.Add(1)
+			sessionsTotal.WithLabelValues("failed").Inc()
 			klog.Warningf("repack: publishing session %s to %s failed after %s: %v",
 				j.capture.uid, p.addr, time.Since(started).Round(time.Millisecond), err)
 			continue
 		}
 		p.stats.Published.Add(1)
+		sessionsTotal.WithLabelValues("published").Inc()
 		klog.V(4).Infof("repack: session %s published as %q to %s in %s (built in %s; %d nodes, %d tasks)",
 			j.capture.uid, resp.SessionId, p.addr, time.Since(started).Round(time.Millisecond),
 			built.Round(time.Millisecond), resp.NodeCount, resp.TaskCount)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -299,6 +300,7 @@ func TestASlowSidecarNeverHoldsTheCycle(t *testing.T) {
 	s := &sidecar{delay: 3 * time.Second}
 	addr := serve(t, s)
 	args := framework.Arguments{repack.ArgAddress: addr, repack.ArgPublishTimeout: "5s"}
+	published, dropped := sessions(t, "published"), sessions(t, "dropped")
 	started := time.Now()
 	for i := 0; i < 4; i++ {
 		test := cluster()
@@ -319,6 +321,35 @@ func TestASlowSidecarNeverHoldsTheCycle(t *testing.T) {
 		t.Fatalf("a superseded session was published: %s", extra.Snapshot.Name)
 	case <-time.After(4 * time.Second):
 	}
+	// what vc-scheduler's /metrics shows: two published, the two superseded ones dropped
+	if got := sessions(t, "published") - published; got != 2 {
+		t.Errorf("repack_plugin_sessions_total{result=published} grew by %v, want 2", got)
+	}
+	if got := sessions(t, "dropped") - dropped; got != 2 {
+		t.Errorf("repack_plugin_sessions_total{result=dropped} grew by %v, want 2", got)
+	}
+}
+
+// sessions reads repack_plugin_sessions_total{result} from the registry vc-scheduler serves.
+func sessions(t *testing.T, result string) float64 {
+	t.Helper()
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "repack_plugin_sessions_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == result {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 func TestNoSidecarCostsNothing(t *testing.T) {
