@@ -120,6 +120,24 @@ def test_interpodaffinity_checks_own_affinity_before_existing_anti_affinity() ->
     assert got["b1"] == OK
 
 
+def test_interpodaffinity_first_pod_counts_only_pods_on_nodes_with_the_topology_key() -> None:
+    """kubernetes v1.34.1 (and v1.36.1) interpodaffinity/filtering.go: affinityCounts hold only
+    pods on nodes that carry the term's topology key, and satisfyPodAffinity lets the first pod of
+    a group (no counted match, the pod matching its own terms) onto any node with the key. A
+    matching pod on a node without the key is not counted. Found by bench.fidelity (seed 159)
+    against Volcano v1.14.1's compiled predicates."""
+    affine = {"podAffinity": [{"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "rack"}]}
+    nodes = [n("r1", labels={"rack": "r1"}), n("r2", labels={"rack": "r2"}), n("norack")]
+    m = mirror(nodes, [t("web-0", "norack", labels={"app": "web"})])
+    got = check(m, t("web-1", labels={"app": "web"}, **affine))
+    assert (got["r1"], got["r2"]) == (OK, OK)  # web-0 is not counted: the first pod of the group
+    assert got["norack"] == [AFFINITY]  # every term's key must be on the node
+    # once a matching pod sits on a node with the key, only its domain passes
+    m = mirror(nodes, [t("web-0", "norack", labels={"app": "web"}), t("web-2", "r2", labels={"app": "web"})])
+    got = check(m, t("web-1", labels={"app": "web"}, **affine))
+    assert (got["r1"], got["r2"]) == ([AFFINITY], OK)
+
+
 def test_interpodaffinity_checks_own_anti_affinity_before_existing_anti_affinity() -> None:
     mine = {"podAntiAffinity": [{"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}]}
     theirs = {"podAntiAffinity": [{"labelSelector": {"matchLabels": {"app": "api"}}, "topologyKey": "zone"}]}

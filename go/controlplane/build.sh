@@ -5,6 +5,7 @@
 #   etcd, kube-apiserver, kube-controller-manager   (go/controlplane/kube,    k8s.io/kubernetes)
 #   vc-scheduler, vc-controller-manager             (go/controlplane/volcano, volcano.sh/volcano)
 #   vc-scheduler-repack, repack-plugin.test         (go/plugin: the same Volcano + the repack plugin)
+#   volcano-oracle                                  (go/plugin/fidelity: Volcano's predicates/node order, for bench.fidelity)
 #   kwok                                            (go/controlplane/kwok,    sigs.k8s.io/kwok)
 # The versions are the go.mod files' (the one place they are written); /version of kube-apiserver
 # reports the k8s.io/kubernetes version through the same ldflags Kubernetes' release build sets.
@@ -106,10 +107,11 @@ build volcano "-s -w -X $vv.Version=$volcano -X $vv.GitSHA=module-proxy -X $vv.B
     vc-scheduler=volcano.sh/volcano/cmd/scheduler \
     vc-controller-manager=volcano.sh/volcano/cmd/controller-manager
 
-# vc-scheduler with the repack plugin compiled in (go/plugin), and the plugin's test binary
-# (tests/test_go_plugin.py runs it); the Volcano version and ldflags are the stock scheduler's
+# vc-scheduler with the repack plugin compiled in (go/plugin), the fidelity oracle and the plugin's
+# test binary (tests/test_go_plugin.py runs it); the Volcano version and ldflags are the stock scheduler's
 build plugin "-s -w -X $vv.Version=$volcano -X $vv.GitSHA=module-proxy+repack -X $vv.Built=1970-01-01" \
     vc-scheduler-repack=./cmd/vc-scheduler \
+    volcano-oracle=./cmd/volcano-oracle \
     repack-plugin.test=test:./repack
 
 kwok=$(modversion kwok sigs.k8s.io/kwok)

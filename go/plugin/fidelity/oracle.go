@@ -1,0 +1,243 @@
+// Package fidelity answers, with Volcano's own compiled code, what the sidecar's mirror answers:
+// for a cluster (Kubernetes objects) and one pending pod, which nodes Volcano's allocate action
+// would accept, why it refuses the others (reasons and status code), and how it scores the
+// feasible ones. tests/test_fidelity.py and bench/fidelity.py compare the mirror with it.
+//
+// The session is built the way Volcano's plugin tests build theirs (a mock scheduler cache fed
+// the objects, framework.OpenSession with the conf's tiers); the checks are the allocate action's:
+// ssn.PrePredicateFn, then per node the resource fit on FutureIdle and
+// ssn.PredicateForAllocateAction (actions/allocate/allocate.go predicate), then
+// util.PrioritizeNodes over the feasible nodes (map, reduce and batch node-order functions).
+package fidelity
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	"volcano.sh/volcano/pkg/scheduler"
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/cache"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+	"volcano.sh/volcano/pkg/scheduler/metrics"
+	"volcano.sh/volcano/pkg/scheduler/util"
+)
+
+// SchedulerName is the scheduler the oracle's cache acts as: pods naming it are Volcano's tasks.
+const SchedulerName = "volcano"
+
+// Case is one question: the cluster's objects (Namespaces, Nodes, PodGroups, Pods, as
+// sidecar.sandbox.objects.objects_from_snapshot writes them), the volcano-scheduler.conf text,
+// and the pending pod ("namespace/name") to place.
+type Case struct {
+	Objects []json.RawMessage `json:"objects"`
+	Conf    string            `json:"conf"`
+	Task    string            `json:"task"`
+}
+
+// NodeAnswer is Volcano's answer for one node.
+type NodeAnswer struct {
+	Feasible bool     `json:"feasible"`
+	Code     int      `json:"code,omitempty"`    // the highest status code of the fit error
+	Reasons  []string `json:"reasons,omitempty"` // the fit error's reasons, sorted
+	Score    *float64 `json:"score,omitempty"`   // feasible nodes only: PrioritizeNodes' total
+}
+
+// Answer is Volcano's answer for a case (Error set when the case could not be evaluated).
+type Answer struct {
+	Nodes map[string]NodeAnswer `json:"nodes,omitempty"`
+	Error string                `json:"error,omitempty"`
+}
+
+func init() {
+	// the Kubernetes scheduler plugins Volcano's predicates call count into these (as uthelper's init does)
+	metrics.InitKubeSchedulerRelatedMetrics()
+}
+
+type kinded struct {
+	Kind string `json:"kind"`
+}
+
+// Evaluate answers c with Volcano's code.
+func Evaluate(c Case) (out Answer) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = Answer{Error: fmt.Sprintf("panic: %v\n%s", r, debug.Stack())}
+		}
+	}()
+	ans, err := evaluate(c)
+	if err != nil {
+		return Answer{Error: err.Error()}
+	}
+	return ans
+}
+
+func evaluate(c Case) (Answer, error) {
+	_, tiers, configurations, _, err := scheduler.UnmarshalSchedulerConf(c.Conf)
+	if err != nil {
+		return Answer{}, fmt.Errorf("conf: %w", err)
+	}
+	sc := cache.NewCustomMockSchedulerCache(SchedulerName, util.NewFakeBinder(0), util.NewFakeEvictor(0),
+		&util.FakeStatusUpdater{}, nil, &record.FakeRecorder{})
+	var nodes []*v1.Node
+	var pods []*v1.Pod
+	var groups []*schedulingv1beta1.PodGroup
+	queues := map[string]bool{"default": true}
+	for i, raw := range c.Objects {
+		var k kinded
+		if err := json.Unmarshal(raw, &k); err != nil {
+			return Answer{}, fmt.Errorf("objects[%d]: %w", i, err)
+		}
+		switch k.Kind {
+		case "Namespace":
+			var ns v1.Namespace
+			if err := json.Unmarshal(raw, &ns); err != nil {
+				return Answer{}, fmt.Errorf("objects[%d]: %w", i, err)
+			}
+			// through the client: the informers Volcano's predicates read namespaces from
+			if _, err := sc.Client().CoreV1().Namespaces().Create(context.Background(), &ns, metav1.CreateOptions{}); err != nil {
+				return Answer{}, fmt.Errorf("objects[%d]: %w", i, err)
+			}
+		case "Node":
+			var n v1.Node
+			if err := json.Unmarshal(raw, &n); err != nil {
+				return Answer{}, fmt.Errorf("objects[%d]: %w", i, err)
+			}
+			nodes = append(nodes, &n)
+		case "Pod":
+			var p v1.Pod
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return Answer{}, fmt.Errorf("objects[%d]: %w", i, err)
+			}
+			pods = append(pods, &p)
+		case "PodGroup":
+			var g schedulingv1beta1.PodGroup
+			if err := json.Unmarshal(raw, &g); err != nil {
+				return Answer{}, fmt.Errorf("objects[%d]: %w", i, err)
+			}
+			if g.Spec.Queue == "" {
+				g.Spec.Queue = "default"
+			}
+			queues[g.Spec.Queue] = true
+			groups = append(groups, &g)
+		}
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	sc.Run(stop)
+	for q := range queues {
+		sc.AddQueueV1beta1(util.BuildQueue(q, 1, nil))
+	}
+	for _, n := range nodes {
+		sc.AddOrUpdateNode(n)
+	}
+	for _, p := range pods {
+		sc.AddPod(p)
+	}
+	for _, g := range groups {
+		sc.AddPodGroupV1beta1(g)
+	}
+	ssn := framework.OpenSession(sc, tiers, configurations)
+	defer framework.CloseSession(ssn)
+
+	task, err := findTask(ssn, pods, c.Task)
+	if err != nil {
+		return Answer{}, err
+	}
+	ans := Answer{Nodes: map[string]NodeAnswer{}}
+	if err := ssn.PrePredicateFn(task); err != nil {
+		for _, n := range ssn.NodeList {
+			ans.Nodes[n.Name] = refusal(err)
+		}
+		return ans, nil
+	}
+	var feasible []*api.NodeInfo
+	for _, n := range ssn.NodeList {
+		if err := allocatePredicate(ssn, task, n); err != nil {
+			ans.Nodes[n.Name] = refusal(err)
+			continue
+		}
+		feasible = append(feasible, n)
+		ans.Nodes[n.Name] = NodeAnswer{Feasible: true}
+	}
+	if len(feasible) > 0 {
+		for score, ns := range util.PrioritizeNodes(task, feasible, ssn.BatchNodeOrderFn, ssn.NodeOrderMapFn, ssn.NodeOrderReduceFn) {
+			for _, n := range ns {
+				a := ans.Nodes[n.Name]
+				s := score
+				a.Score = &s
+				ans.Nodes[n.Name] = a
+			}
+		}
+	}
+	return ans, nil
+}
+
+// allocatePredicate is the allocate action's predicate (actions/allocate/allocate.go): the
+// task's InitResreq against the node's FutureIdle, then the session's predicates.
+func allocatePredicate(ssn *framework.Session, task *api.TaskInfo, node *api.NodeInfo) error {
+	if ok, resources := task.InitResreq.LessEqualWithResourcesName(node.FutureIdle(), api.Zero); !ok {
+		return api.NewFitErrWithStatus(task, node, &api.Status{Code: api.Unschedulable, Reason: api.WrapInsufficientResourceReason(resources)})
+	}
+	return ssn.PredicateForAllocateAction(task, node)
+}
+
+func findTask(ssn *framework.Session, pods []*v1.Pod, key string) (*api.TaskInfo, error) {
+	for _, job := range ssn.Jobs {
+		for _, t := range job.Tasks {
+			if t.Namespace+"/"+t.Name == key {
+				return t, nil
+			}
+		}
+	}
+	for _, p := range pods { // a pod of no PodGroup: not a Job of the session, asked about as is
+		if p.Namespace+"/"+p.Name == key {
+			return api.NewTaskInfo(p), nil
+		}
+	}
+	return nil, fmt.Errorf("task %q: no such pod", key)
+}
+
+func refusal(err error) NodeAnswer {
+	a := NodeAnswer{Code: api.Error, Reasons: []string{err.Error()}}
+	var fit *api.FitError
+	if errors.As(err, &fit) {
+		a.Code, a.Reasons = 0, nil
+		for _, s := range fit.Status {
+			if s == nil {
+				continue
+			}
+			if s.Code > a.Code {
+				a.Code = s.Code
+			}
+			if s.Reason != "" {
+				a.Reasons = append(a.Reasons, s.Reason)
+			}
+		}
+		if a.Code == 0 {
+			a.Code = api.Error
+		}
+	}
+	sort.Strings(a.Reasons)
+	a.Reasons = dedupe(a.Reasons)
+	return a
+}
+
+func dedupe(xs []string) []string {
+	var out []string
+	for i, x := range xs {
+		if i == 0 || x != xs[i-1] {
+			out = append(out, strings.TrimSpace(x))
+		}
+	}
+	return out
+}
