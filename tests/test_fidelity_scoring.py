@@ -85,6 +85,21 @@ def test_pod_topology_spread_on_hostname_counts_no_pods_in_volcano() -> None:
     assert s["c"]["podtopologyspread"] == 200 and s["a"]["podtopologyspread"] == s["b"]["podtopologyspread"] == 0
 
 
+def test_pod_topology_spread_scoring_applies_each_constraints_taints_policy() -> None:
+    """kubernetes v1.34.1 podtopologyspread/scoring.go PreScore: a node's pods count for a soft
+    constraint only if the node passes that constraint's inclusion policies; with
+    nodeTaintsPolicy Honor, pods on a node whose taint the pod does not tolerate are not counted.
+    Found by bench.fidelity (seed 101949) against Volcano v1.14.1's compiled node order."""
+    nodes = [n("a", labels={"zone": "z1"}), n("b", labels={"zone": "z2"}),
+             n("t", labels={"zone": "z1"}, taints=["maintenance:NoSchedule"])]  # fmt: skip
+    tasks = [t(f"w{i}", "t", labels={"app": "web"}) for i in range(2)]
+    honor = {**_soft("zone"), "nodeTaintsPolicy": "Honor"}
+    s = plugin_scores(mirror(nodes, tasks), t("w9", labels={"app": "web"}, topologySpreadConstraints=[honor]))
+    assert (s["a"]["podtopologyspread"], s["b"]["podtopologyspread"]) == (200, 200)  # t's pods not counted
+    s = plugin_scores(mirror(nodes, tasks), t("w9", labels={"app": "web"}, topologySpreadConstraints=[_soft("zone")]))
+    assert s["a"]["podtopologyspread"] < s["b"]["podtopologyspread"] == 200  # Ignore (default): they count
+
+
 # -- 2 binpack ---------------------------------------------------------------------------------
 # volcano ed72c7c8 pkg/scheduler/plugins/binpack/binpack.go (BinPackingScore, ResourceBinPackingScore)
 

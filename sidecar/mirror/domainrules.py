@@ -91,15 +91,14 @@ def domain_rules(p: Predicates, subj: Subject) -> list[DomainRule] | None:
     rules: list[DomainRule] = []
     key = (subj.profile_index, subj.namespace)
     if conf.predicate_on("PodTopologySpread") and prof.topology_spread_constraints:
-        eligible, spread = p.spread.rules(subj)
-        for j, r in enumerate(spread):
+        for j, r in enumerate(p.spread.rules(subj)):
             rules.append(
                 DomainRule(
                     ("spread", *key, j),
                     r.tasks,
                     r.codes,
                     r.n_values,
-                    eligible,
+                    r.eligible,
                     r.domains.astype(np.int32),
                     r.self_match,
                     r.constraint.max_skew,

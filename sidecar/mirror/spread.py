@@ -48,6 +48,9 @@ class SpreadRule:
     n_values: int
     domains: npt.NDArray[np.int32]  # domains among the eligible nodes
     self_match: int
+    #: nodes whose pods count for this constraint: every hard constraint's key present, and this
+    #: constraint's own inclusion policies (Kubernetes applies them per constraint)
+    eligible: Mask
 
     @property
     def min_forced_zero(self) -> bool:
@@ -67,18 +70,22 @@ class TopologySpread:
         self.labels = labels
         self.index = index
         self.node_checks = node_checks
-        self._static: dict[tuple[bytes, str], tuple[Mask, npt.NDArray[np.int32]]] = {}
-        self._rules_cache: dict[tuple[int, str], tuple[Mask, list[SpreadRule]]] = {}
+        self._static: dict[tuple[bytes, bytes], tuple[Mask, npt.NDArray[np.int32]]] = {}
+        self._rules_cache: dict[tuple[int, str], list[SpreadRule]] = {}
 
-    def eligible(self, subj: Subject, constraints: Iterable[pb.TopologySpreadConstraint]) -> Mask:
-        """Nodes whose pods count for spreading: inclusion policies and every topology key present."""
-        cons = list(constraints)
+    def eligible(
+        self, subj: Subject, constraints: Iterable[pb.TopologySpreadConstraint], c: pb.TopologySpreadConstraint
+    ) -> Mask:
+        """Nodes whose pods count for constraint ``c``: every constraint's topology key present
+        (nodeLabelsMatchSpreadConstraints), then ``c``'s own inclusion policies — per constraint,
+        as kubernetes v1.34.1 podtopologyspread/filtering.go calPreFilterState applies
+        matchNodeInclusionPolicies (found by bench.fidelity, seed 100271)."""
         eligible = np.ones(self.state.n_nodes, bool)
-        for c in cons:
-            eligible &= self.labels.has(c.topology_key)
-        if any((c.node_affinity_policy or "Honor") == "Honor" for c in cons):
+        for other in constraints:
+            eligible &= self.labels.has(other.topology_key)
+        if (c.node_affinity_policy or "Honor") == "Honor":
             eligible &= node_affinity_mask(self.labels, subj.profile)
-        if any((c.node_taints_policy or "Ignore") == "Honor" for c in cons):
+        if (c.node_taints_policy or "Ignore") == "Honor":
             ids, sets = self.node_checks.taint_sets()
             ok_set = np.array([first_untolerated(s, list(subj.profile.tolerations)) is None for s in sets], bool)
             eligible &= ok_set[ids]
@@ -95,19 +102,19 @@ class TopologySpread:
                 tolerations=subj.profile.tolerations,
                 topology_spread_constraints=hard,
             ).SerializeToString(deterministic=True),
-            c.topology_key,
+            c.SerializeToString(deterministic=True),
         )
         hit = self._static.get(key)
         if hit is None:
-            eligible = self.eligible(subj, hard)
+            eligible = self.eligible(subj, hard, c)
             codes = self.labels.column(c.topology_key)[0]
             hit = self._static[key] = (eligible, np.unique(codes[eligible & (codes >= 0)]))
         return hit
 
-    def rules(self, subj: Subject) -> tuple[Mask, list[SpreadRule]]:
-        """Everything in the filter that does not depend on where pods sit: eligible nodes and, per
-        DoNotSchedule constraint, its selector's pods, the key's column, its domains and whether the
-        pod matches itself. Cached per (profile row, namespace): the planner asks about the same few
+    def rules(self, subj: Subject) -> list[SpreadRule]:
+        """Everything in the filter that does not depend on where pods sit: per DoNotSchedule
+        constraint, its selector's pods, the key's column, its eligible nodes and domains and
+        whether the pod matches itself. Cached per (profile row, namespace): the planner asks about the same few
         profiles thousands of times."""
         key = (subj.profile_index, subj.namespace) if subj.profile_index is not None else None
         hit = self._rules_cache.get(key) if key is not None else None
@@ -115,36 +122,36 @@ class TopologySpread:
             return hit
         hard = [c for c in subj.profile.topology_spread_constraints if c.when_unsatisfiable in ("", "DoNotSchedule")]
         rules: list[SpreadRule] = []
-        eligible = self._nodes(subj, hard, hard[0])[0] if hard else np.zeros(0, bool)
         for c in hard:
             if c.max_skew < 1:  # refused when the profile is decoded; kept for hand-built subjects
                 raise InputError("topology_spread_constraints.max_skew", f"must be >= 1, got {c.max_skew}")
             sel = spread_selector(c, subj.labels)
             codes, values, _ = self.labels.column(c.topology_key)
+            eligible, domains = self._nodes(subj, hard, c)
             rules.append(
                 SpreadRule(
                     c,
                     self.index.matching_tasks(sel, frozenset({subj.namespace})),
                     codes,
                     max(len(values), 1),
-                    self._nodes(subj, hard, c)[1],
+                    domains,
                     1 if label_selector_matches(sel, subj.labels) else 0,
+                    eligible,
                 )
             )
-        out = (eligible, rules)
         if key is not None:
-            self._rules_cache[key] = out
-        return out
+            self._rules_cache[key] = rules
+        return rules
 
     def filter(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp] | None = None) -> I8:
         """One T_* code per node of ``nodes`` (default all)."""
         idx = np.arange(self.state.n_nodes) if nodes is None else nodes
         code = np.zeros(idx.size, np.int8)
-        eligible, rules = self.rules(subj)
+        rules = self.rules(subj)
         if not rules:
             return code
         for r in rules:
-            counts = domain_counts(r, eligible, sim, subj.task)
+            counts = domain_counts(r, r.eligible, sim, subj.task)
             min_count = r.min_count(counts)
             sub = r.codes[idx]
             missing = sub < 0
