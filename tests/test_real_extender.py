@@ -11,6 +11,7 @@ informer view of the same cluster (``read_cluster``: the objects as the API serv
 
 from __future__ import annotations
 
+import difflib
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import yaml
 from kubernetes import config
 
 from sidecar.api.sessions import LATEST
-from sidecar.api.v1alpha1 import service_pb2, spec_pb2
+from sidecar.api.v1alpha1 import service_pb2, snapshot_pb2, spec_pb2
 from sidecar.client import RepackClient
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import ServerConfig
@@ -81,21 +82,41 @@ def test_vc_schedulers_sessions_keep_latest_fresh_and_it_plans_like_the_informer
             read_at = time.time()
             wait_for(lambda: (extender.session_age() or 1e9) < time.time() - read_at or None, 10,
                      why="a session published after the informer read")  # fmt: skip
-            with RepackClient(sidecar.target) as client:
-                on_latest = client.evaluate(service_pb2.EvaluateRequest(session_id=LATEST, resources=[NPU]))
-                on_informers = client.evaluate(service_pb2.EvaluateRequest(snapshot=informers, resources=[NPU]))
-                plan_latest = client.plan(service_pb2.PlanRequest(session_id=LATEST, spec=_spec()))
-                plan_informers = client.plan(service_pb2.PlanRequest(snapshot=informers, spec=_spec()))
+            answers = latest_and_informers(sidecar.target, informers, POOL)
         finally:
             conf_path.write_text(original)
+    assert_same_answers(*answers)
+
+
+Answers = tuple[
+    service_pb2.EvaluateResponse, service_pb2.EvaluateResponse, service_pb2.PlanResponse, service_pb2.PlanResponse
+]
+
+
+def latest_and_informers(target: str, informers: snapshot_pb2.Snapshot, pool: str) -> Answers:
+    """Evaluate and Plan (scoped to ``pool``) on the session ``latest`` and on the informer view."""
+    with RepackClient(target) as client:
+        return (
+            client.evaluate(service_pb2.EvaluateRequest(session_id=LATEST, resources=[NPU])),
+            client.evaluate(service_pb2.EvaluateRequest(snapshot=informers, resources=[NPU])),
+            client.plan(service_pb2.PlanRequest(session_id=LATEST, spec=_spec(pool))),
+            client.plan(service_pb2.PlanRequest(snapshot=informers, spec=_spec(pool))),
+        )
+
+
+def assert_same_answers(
+    on_latest: service_pb2.EvaluateResponse,
+    on_informers: service_pb2.EvaluateResponse,
+    plan_latest: service_pb2.PlanResponse,
+    plan_informers: service_pb2.PlanResponse,
+) -> None:
+    """The scheduler's session and the informers read the same cluster: same fragmentation, same plan."""
     assert list(on_latest.resources) == list(on_informers.resources), (on_latest, on_informers)
     assert on_latest.resources[0].providing_nodes >= 3
     got, want = plan_latest.status, plan_informers.status
     assert got.plan.moves and len(got.plan.freed_nodes) == 1, got  # three_jobs leaves one node to free
     assert (got.phase, list(got.conditions)) == (want.phase, list(want.conditions))
     if got.plan != want.plan:
-        import difflib
-
         lines = str(want.plan).splitlines(), str(got.plan).splitlines()
         diff = difflib.unified_diff(*lines, "informers", "latest", lineterm="")
         raise AssertionError("the plans differ:\n" + "\n".join(diff))

@@ -20,15 +20,13 @@ import yaml
 from kubernetes import config
 
 from sidecar.api.sessions import LATEST
-from sidecar.api.v1alpha1 import service_pb2
-from sidecar.client import RepackClient
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import ServerConfig
 from sidecar.watcher.cluster import read_cluster
 from tests.realcluster.fixtures import real_cluster, wait_for
 from tests.realcluster.launcher import ROOT, RealCluster
-from tests.realcluster.scenario import NPU, Scenario
-from tests.test_real_extender import _spec
+from tests.realcluster.scenario import Scenario
+from tests.test_real_extender import assert_same_answers, latest_and_informers
 
 __all__ = ["real_cluster"]
 pytestmark = pytest.mark.realcluster
@@ -75,20 +73,6 @@ def test_the_plugin_keeps_latest_fresh_and_it_plans_like_the_informers(
             read_at = time.time()
             wait_for(lambda: opened_at() > read_at or None, 10, why="a session published after the informer read")
             log = (real_cluster.dir / "logs" / "vc-scheduler.log").read_text(errors="replace")
-            with RepackClient(sidecar.target) as client:
-                on_latest = client.evaluate(service_pb2.EvaluateRequest(session_id=LATEST, resources=[NPU]))
-                on_informers = client.evaluate(service_pb2.EvaluateRequest(snapshot=informers, resources=[NPU]))
-                plan_latest = client.plan(service_pb2.PlanRequest(session_id=LATEST, spec=_spec(POOL)))
-                plan_informers = client.plan(service_pb2.PlanRequest(snapshot=informers, spec=_spec(POOL)))
+            answers = latest_and_informers(sidecar.target, informers, POOL)
     assert "not published" not in log and "publishing session" not in log, log[-3000:]
-    assert list(on_latest.resources) == list(on_informers.resources), (on_latest, on_informers)
-    assert on_latest.resources[0].providing_nodes >= 3
-    got, want = plan_latest.status, plan_informers.status
-    assert got.plan.moves and len(got.plan.freed_nodes) == 1, got  # three_jobs leaves one node to free
-    assert (got.phase, list(got.conditions)) == (want.phase, list(want.conditions))
-    if got.plan != want.plan:
-        import difflib
-
-        lines = str(want.plan).splitlines(), str(got.plan).splitlines()
-        diff = difflib.unified_diff(*lines, "informers", "latest", lineterm="")
-        raise AssertionError("the plans differ:\n" + "\n".join(diff))
+    assert_same_answers(*answers)
