@@ -24,6 +24,7 @@ from sidecar.api.v1alpha1 import service_pb2, snapshot_pb2, spec_pb2
 from sidecar.client import RepackClient
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import ServerConfig
+from sidecar.service import RepackService
 from sidecar.watcher.cluster import read_cluster
 from tests.realcluster.fixtures import real_cluster, wait_for
 from tests.realcluster.launcher import SCHEDULER_CONF, RealCluster
@@ -74,14 +75,7 @@ def test_vc_schedulers_sessions_keep_latest_fresh_and_it_plans_like_the_informer
                 time.sleep(0.3)
                 ages.append(extender.session_age() or 0.0)
             assert stats.published >= before + 2 and max(ages) < 3.0, (stats.published, ages)
-            api = config.new_client_from_config(str(real_cluster.kubeconfig))
-            try:
-                informers = read_cluster(api, name="informers")
-            finally:
-                api.close()
-            read_at = time.time()
-            wait_for(lambda: (extender.session_age() or 1e9) < time.time() - read_at or None, 10,
-                     why="a session published after the informer read")  # fmt: skip
+            informers = informer_view(real_cluster, extender.service)
             answers = latest_and_informers(sidecar.target, informers, POOL)
         finally:
             conf_path.write_text(original)
@@ -91,6 +85,19 @@ def test_vc_schedulers_sessions_keep_latest_fresh_and_it_plans_like_the_informer
 Answers = tuple[
     service_pb2.EvaluateResponse, service_pb2.EvaluateResponse, service_pb2.PlanResponse, service_pb2.PlanResponse
 ]
+
+
+def informer_view(real_cluster: RealCluster, service: RepackService) -> snapshot_pb2.Snapshot:
+    """The watcher's informer view of the cluster, once ``latest`` is a session published after it."""
+    api = config.new_client_from_config(str(real_cluster.kubeconfig))
+    try:
+        informers = read_cluster(api, name="informers")
+    finally:
+        api.close()
+    read_at = time.time()
+    wait_for(lambda: (service.session_age() or 1e9) < time.time() - read_at or None, 10,
+             why="a session published after the informer read")  # fmt: skip
+    return informers
 
 
 def latest_and_informers(target: str, informers: snapshot_pb2.Snapshot, pool: str) -> Answers:

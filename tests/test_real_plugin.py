@@ -17,16 +17,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubernetes import config
 
 from sidecar.api.sessions import LATEST
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import ServerConfig
-from sidecar.watcher.cluster import read_cluster
 from tests.realcluster.fixtures import real_cluster, wait_for
 from tests.realcluster.launcher import ROOT, RealCluster
 from tests.realcluster.scenario import Scenario
-from tests.test_real_extender import assert_same_answers, latest_and_informers
+from tests.test_real_extender import assert_same_answers, informer_view, latest_and_informers
 
 __all__ = ["real_cluster"]
 pytestmark = pytest.mark.realcluster
@@ -65,13 +63,7 @@ def test_the_plugin_keeps_latest_fresh_and_it_plans_like_the_informers(
                 seen.add(opened_at())
                 ages.append(time.time() - opened_at())
             assert len(seen) >= 3 and max(ages) < 3.0, (sorted(seen), ages)
-            api = config.new_client_from_config(str(real_cluster.kubeconfig))
-            try:
-                informers = read_cluster(api, name="informers")
-            finally:
-                api.close()
-            read_at = time.time()
-            wait_for(lambda: opened_at() > read_at or None, 10, why="a session published after the informer read")
+            informers = informer_view(real_cluster, service)
             log = (real_cluster.dir / "logs" / "vc-scheduler.log").read_text(errors="replace")
             answers = latest_and_informers(sidecar.target, informers, POOL)
     assert "not published" not in log and "publishing session" not in log, log[-3000:]
