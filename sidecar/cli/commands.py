@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import sys
-from typing import TypeVar
+from typing import NoReturn, TypeVar
+
+import structlog
 
 from sidecar.cli.failures import rpc_failure, say
 from sidecar.errors import InputError
@@ -110,7 +114,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     _check_port(config.metrics_host, config.metrics_port, "--metrics-host/--metrics-port")
     _check_port(config.extender_host, config.extender_port, "--extender-host/--extender-port")
     try:
-        asyncio.run(serve(config))
+        finished = asyncio.run(serve(config))
     except RuntimeError as exc:
         if "Failed to bind to address" not in str(exc):
             raise
@@ -123,7 +127,20 @@ def cmd_serve(ns: argparse.Namespace) -> int:
             f"cannot listen ({exc.strerror or exc}) on {' or '.join(ports) or 'a port'}: is another process using "
             f"that port? (--metrics-port/--extender-port; -1 turns them off)"
         ) from exc
+    if not finished:
+        _exit_abandoning_workers()
     return 0
+
+
+def _exit_abandoning_workers() -> NoReturn:
+    """Exit 0 now, without interpreter finalization: a daemon worker still inside a Plan the grace
+    cut short would meet it inside gRPC's or numpy's native code, and gRPC's C++ core then aborts
+    the process (``terminate called without an active exception``, exit -6) after a clean drain."""
+    structlog.get_logger("sidecar.server").info("exit", abandoned_workers=True)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)
 
 
 def _check_port(host: str, port: int, flags: str) -> None:

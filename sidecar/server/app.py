@@ -2,7 +2,10 @@
 
 Exit is bounded by ``--grace``: the planner runs on daemon worker threads that nobody joins, and
 calls still running when the grace ends are cancelled (their workers stop at the next deadline
-check), so a long Plan cannot keep the pod in Terminating until the kubelet's SIGKILL.
+check), so a long Plan cannot keep the pod in Terminating until the kubelet's SIGKILL. A worker
+still inside such a Plan when ``serve`` returns must not meet interpreter finalization (gRPC's
+C++ core aborts the process: ``terminate called without an active exception``), so the command
+ends the process at once instead (``cmd_serve``).
 """
 
 from __future__ import annotations
@@ -129,8 +132,9 @@ async def start(config: ServerConfig) -> RunningServer:
     return running
 
 
-async def serve(config: ServerConfig) -> None:
-    """Run until SIGTERM/SIGINT, then drain and return (within ``--grace`` and a moment)."""
+async def serve(config: ServerConfig) -> bool:
+    """Run until SIGTERM/SIGINT, then drain and return (within ``--grace`` and a moment): True when
+    every worker finished, False when one is still inside work the grace cut short."""
     probes = metrics.Probes()  # /healthz, /readyz beside /metrics: not through gRPC, not under its RPC limit
     port = None
     if config.metrics_port >= 0:
@@ -150,3 +154,4 @@ async def serve(config: ServerConfig) -> None:
     await stop.wait()
     log.info("signal_received")
     await running.drain()
+    return running.pool is None or running.pool.idle_after(0.2)
