@@ -12,7 +12,12 @@ from sidecar.metricsport import DaemonPool
 def test_shutdown_cancels_queued_work_and_idle_after_tells_a_busy_worker() -> None:
     pool = DaemonPool(1, "t")
     started, release = threading.Event(), threading.Event()
-    running = pool.submit(lambda: started.set() or release.wait(30))
+
+    def work() -> bool:
+        started.set()
+        return release.wait(30)
+
+    running = pool.submit(work)
     assert started.wait(5)
     queued = pool.submit(lambda: 1)
     pool.shutdown(wait=False, cancel_futures=True)
