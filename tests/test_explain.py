@@ -11,7 +11,15 @@ from hypothesis.extra import numpy as hnp
 
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.mirror.explain import UNRESOLVABLE, UNSCHEDULABLE, _reasons_of, failure_code, group_reasons
+from sidecar.mirror.explain import (
+    UNRESOLVABLE,
+    UNSCHEDULABLE,
+    _reasons_of,
+    failure_code,
+    group_reasons,
+    reason_code,
+    taint_reason,
+)
 from sidecar.mirror.types import (
     P_AFFINITY,
     P_ANTI,
@@ -36,6 +44,7 @@ def _state():  # type: ignore[no-untyped-def]
 
 STATE = _state()
 N_RES = len(STATE.resources)
+TAINTS = (taint_reason("gpu", "y"), taint_reason("maintenance", ""), taint_reason("a", "b"))
 
 
 @st.composite
@@ -45,15 +54,19 @@ def evaluations(draw):  # type: ignore[no-untyped-def]
     def arr(dtype, values):  # type: ignore[no-untyped-def]
         return draw(hnp.arrays(dtype, n, elements=st.sampled_from(values)))
 
+    static_code = arr(np.int8, [S_OK, 1, 2, S_TAINT])
+    which = arr(np.int32, list(range(len(TAINTS))))  # which taint a TaintToleration failure names
     ev = Evaluation(
         ok=arr(np.bool_, [False, False, True]),
         fits_idle=np.zeros(n, bool),
         first_fail=arr(np.int16, list(range(-1, N_RES + 2))),  # N_RES + j: the j-th unknown resource
         pod_full=arr(np.bool_, [False, True]),
-        static_code=arr(np.int8, [S_OK, 1, 2, S_TAINT]),
+        static_code=static_code,
         ports=arr(np.bool_, [False, True]),
         inter=arr(np.int8, [P_OK, P_EXISTING_ANTI, P_AFFINITY, P_ANTI]),
         spread=arr(np.int8, [T_OK, T_SKEW, T_LABEL]),
+        taint=np.where(static_code == S_TAINT, which, -1).astype(np.int32),
+        taints=TAINTS,
     )
     return ev
 
@@ -79,3 +92,12 @@ def test_explain_codes_are_the_contracts_failure_codes() -> None:
     assert service_pb2.FailureCode.Value("UNSCHEDULABLE") == UNSCHEDULABLE
     assert service_pb2.FailureCode.Value("UNSCHEDULABLE_AND_UNRESOLVABLE") == UNRESOLVABLE
     assert service_pb2.FailureCode.Value("FAILURE_CODE_UNSPECIFIED") == 0
+
+
+def test_templated_reasons_take_their_rows_code() -> None:
+    """Reasons that name a resource or a taint are coded by their template's row."""
+    assert reason_code("Insufficient nvidia.com/gpu") == UNSCHEDULABLE
+    assert reason_code("node(s) had untolerated taint {gpu: y}") == UNRESOLVABLE
+    assert reason_code(taint_reason("node.kubernetes.io/not-ready", "")) == UNRESOLVABLE
+    assert reason_code("node(s) pod number exceeded") == UNSCHEDULABLE
+    assert reason_code("something else") == 0

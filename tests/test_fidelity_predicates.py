@@ -1,4 +1,4 @@
-"""Predicates against their upstream: Volcano master ed72c7c8 (v1.16 line) on Kubernetes 1.36.1.
+"""Predicates against their upstream: Volcano v1.14.1 on Kubernetes v1.34.1.
 
 Each test is named after the upstream behaviour it pins; the tables cite the file they follow.
 """
@@ -50,7 +50,7 @@ def _spread(*keys: str, min_domains: int = 0) -> dict:  # type: ignore[type-arg]
 
 
 # -- 1. PodTopologySpread: missing topology key -------------------------------------------------
-# kubernetes v1.36.1 pkg/scheduler/framework/plugins/podtopologyspread/filtering.go: per constraint,
+# kubernetes v1.34.1 pkg/scheduler/framework/plugins/podtopologyspread/filtering.go: per constraint,
 # in order, a node without the key is UnschedulableAndUnresolvable (ErrReasonNodeLabelNotMatch),
 # a skew above maxSkew is Unschedulable (ErrReasonConstraintsNotMatch); the first failure decides.
 SPREAD_MISSING_KEY_CASES = [
@@ -106,9 +106,9 @@ def test_podtopologyspread_key_on_no_node_does_not_break_feasibility_counts_or_a
 
 
 # -- 3. InterPodAffinity order and Volcano's ShouldAbort ----------------------------------------
-# kubernetes v1.36.1 pkg/scheduler/framework/plugins/interpodaffinity/filtering.go: own affinity
+# kubernetes v1.34.1 pkg/scheduler/framework/plugins/interpodaffinity/filtering.go: own affinity
 # (UnschedulableAndUnresolvable), own anti-affinity, existing pods' anti-affinity (Unschedulable).
-# volcano ed72c7c8 pkg/scheduler/plugins/predicates/predicates.go: stop only on ShouldAbort.
+# volcano v1.14.1 pkg/scheduler/plugins/predicates/predicates.go: stop only on ShouldAbort.
 
 
 def test_interpodaffinity_checks_own_affinity_before_existing_anti_affinity() -> None:
@@ -139,7 +139,7 @@ def test_podtopologyspread_applies_each_constraints_own_inclusion_policies() -> 
 
 
 def test_interpodaffinity_first_pod_counts_only_pods_on_nodes_with_the_topology_key() -> None:
-    """kubernetes v1.34.1 (and v1.36.1) interpodaffinity/filtering.go: affinityCounts hold only
+    """kubernetes v1.34.1 interpodaffinity/filtering.go: affinityCounts hold only
     pods on nodes that carry the term's topology key, and satisfyPodAffinity lets the first pod of
     a group (no counted match, the pod matching its own terms) onto any node with the key. A
     matching pod on a node without the key is not counted. Found by bench.fidelity (seed 159)
@@ -167,9 +167,15 @@ def test_interpodaffinity_checks_own_anti_affinity_before_existing_anti_affinity
 
 def test_predicates_continue_after_unschedulable_and_report_every_reason_in_order() -> None:
     anti = {"podAntiAffinity": [{"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}]}
+    # a1's second pod slot is Releasing: FutureIdle has a slot (the resource check passes) but the
+    # predicates' pod number check counts every pod on the node (volcano v1.14.1 predicates.go)
     m = mirror(
-        [n("a1", labels={"zone": "a"}, pods=1), n("a2", labels={"zone": "a"}), n("b1", labels={"zone": "b"})],
-        [t("w0", "a1", labels={"app": "web"}, hostPorts=[{"port": 80}]), t("w1", "a2", labels={"app": "web"})],
+        [n("a1", labels={"zone": "a"}, pods=2), n("a2", labels={"zone": "a"}), n("b1", labels={"zone": "b"})],
+        [
+            t("w0", "a1", labels={"app": "web"}, hostPorts=[{"port": 80}]),
+            t("gone", "a1", status=pb.Task.Releasing),
+            t("w1", "a2", labels={"app": "web"}),
+        ],
     )
     got = check(m, t("w2", labels={"app": "web"}, hostPorts=[{"port": 80}], **anti, **_spread("zone")))
     assert got["a1"] == [POD_NUMBER, PORTS, ANTI, SPREAD]
@@ -180,8 +186,11 @@ def test_predicates_continue_after_unschedulable_and_report_every_reason_in_orde
 
 def test_predicates_stop_after_unschedulable_and_unresolvable() -> None:
     m = mirror(
-        [n("full", labels={"zone": "a", "pool": "x"}, pods=1), n("nozone", labels={"pool": "y"})],
-        [t("w0", "full", labels={"app": "web"}, hostPorts=[{"port": 80}])],
+        [n("full", labels={"zone": "a", "pool": "x"}, pods=2), n("nozone", labels={"pool": "y"})],
+        [
+            t("w0", "full", labels={"app": "web"}, hostPorts=[{"port": 80}]),
+            t("gone", "full", status=pb.Task.Releasing),
+        ],
     )
     # pod count recorded, then NodeAffinity aborts (ports and spread are not reached)
     got = check(m, t("w1", labels={"app": "web"}, nodeSelector={"pool": "y"}, hostPorts=[{"port": 80}]))
@@ -192,8 +201,8 @@ def test_predicates_stop_after_unschedulable_and_unresolvable() -> None:
 
 
 # -- 5. Requirements that do not parse: the term matches nothing --------------------------------
-# component-helpers v0.36.1 scheduling/corev1/nodeaffinity/nodeaffinity.go (LazyErrorNodeSelector)
-# and apimachinery v0.36.1 pkg/labels/selector.go (NewRequirement).
+# component-helpers v0.34.1 scheduling/corev1/nodeaffinity/nodeaffinity.go (LazyErrorNodeSelector)
+# and apimachinery v0.34.1 pkg/labels/selector.go (NewRequirement).
 
 
 def _expr(op: str, *values: str, key: str = "gpu") -> dict:  # type: ignore[type-arg]
@@ -243,8 +252,8 @@ def test_label_selector_that_does_not_parse_selects_no_pod() -> None:
 
 
 # -- 6. Which resource an insufficiency names ---------------------------------------------------
-# volcano ed72c7c8 pkg/scheduler/api/resource_info.go LessEqualWithResourcesName: cpu, memory,
-# then the task's scalars (Go map order; the mirror's is by name).
+# volcano v1.14.1 pkg/scheduler/api/resource_info.go LessEqualWithResourcesName: cpu, memory,
+# then the task's scalars, pods among them (Go map order; the mirror's is by name, pods last).
 
 
 def test_insufficient_names_cpu_before_a_resource_no_node_provides() -> None:
@@ -292,15 +301,15 @@ def test_failure_groups_carry_volcanos_status_code() -> None:
     codes = {tuple(g.nodes): (list(g.reasons), g.code) for g in reply.failures}
     assert codes == {
         ("small",): (["Insufficient cpu"], service_pb2.UNSCHEDULABLE),
-        ("full",): ([POD_NUMBER], service_pb2.UNSCHEDULABLE),
-        ("tainted",): (["node(s) had untolerated taint(s)"], service_pb2.UNSCHEDULABLE_AND_UNRESOLVABLE),
+        ("full",): (["Insufficient pods"], service_pb2.UNSCHEDULABLE),
+        ("tainted",): (["node(s) had untolerated taint {x: y}"], service_pb2.UNSCHEDULABLE_AND_UNRESOLVABLE),
     }
     pri = RepackService().prioritize(service_pb2.PrioritizeRequest(snapshot=snap, task=t("p")), Deadline.none())
     assert {tuple(g.nodes): g.code for g in pri.failures} == {k: v[1] for k, v in codes.items()}
 
 
 # -- 12. What the API server refuses -----------------------------------------------------------
-# kubernetes v1.36.1 pkg/apis/core/validation/validation.go.
+# kubernetes v1.34.1 pkg/apis/core/validation/validation.go.
 
 INVALID_PROFILE_CASES = [
     (

@@ -11,6 +11,7 @@ from test_scores import GPU_CONF, plugin_scores
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
+from sidecar.mirror import resourcescores as rs
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.scenarios.synth import SynthOptions, synth
@@ -30,7 +31,7 @@ def _soft(key: str, app: str = "web") -> dict[str, object]:
 
 
 # -- 1b PodTopologySpread scoring ----------------------------------------------------------------
-# kubernetes v1.35.4 (carried to 1.36.1) pkg/scheduler/framework/plugins/podtopologyspread/scoring.go:
+# kubernetes v1.34.1 pkg/scheduler/framework/plugins/podtopologyspread/scoring.go:
 # initPreScoreState puts nodes missing a constraint's key in IgnoredNodes (and does not count
 # their pods); Score gives them 0; NormalizeScore sets them to 0.
 
@@ -101,7 +102,7 @@ def test_pod_topology_spread_scoring_applies_each_constraints_taints_policy() ->
 
 
 # -- 2 binpack ---------------------------------------------------------------------------------
-# volcano ed72c7c8 pkg/scheduler/plugins/binpack/binpack.go (BinPackingScore, ResourceBinPackingScore)
+# volcano v1.14.1 pkg/scheduler/plugins/binpack/binpack.go (BinPackingScore, ResourceBinPackingScore)
 
 
 def _binpack(m: Mirror, pod: pb.Task) -> list[float]:
@@ -135,59 +136,59 @@ def test_binpack_used_includes_releasing_not_pipelined() -> None:
 
 
 # -- 4 BalancedAllocation ------------------------------------------------------------------------
-# kubernetes 1.36.1 pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go (PR #135573:
-# 50 + (50 + with - without) / 2; PR #130260: best-effort pods skipped), resource_allocation.go
+# kubernetes v1.34.1 pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go
+# (balancedResourceScorer: int64((1 - std) * 100) over (requested + pod) / allocatable; Score
+# without a PreScore state returns 0 for a best-effort pod, as Volcano's nodeorder calls it),
+# resource_allocation.go (useRequested; extended resources the pod does not request left out)
 
 
-def test_balanced_allocation_skips_a_best_effort_pod() -> None:
+def test_balanced_allocation_gives_a_best_effort_pod_zero() -> None:
     m = mirror([n("a", cpu=1000, mem=1000), n("b", cpu=1000, mem=1000)], [t("x", "a", cpu=900, mem=0)])
     s = plugin_scores(m, t("p", cpu=0, mem=0))
     assert (s["a"]["balancedresource"], s["b"]["balancedresource"]) == (0, 0)
 
 
-def test_balanced_allocation_scores_the_change_in_balance_with_the_pod() -> None:
-    # the PR's example: a memory-only pod onto an empty 3000m / 5000 node: with 50, without 100 -> 50
+def test_balanced_allocation_scores_the_balance_with_the_pod() -> None:
+    # a memory-only pod onto an empty 3000m / 5000 node: fractions 0 and 1 -> std 0.5 -> 50
     m = mirror([n("empty", 0, cpu=3000, mem=5000)], [])
     assert plugin_scores(m, t("p", cpu=0, mem=5000))["empty"]["balancedresource"] == 50
-    # the reverse: a node full on cpu (50) made whole by a memory pod (100) -> 100
+    # a node full on cpu made whole by a memory pod: 1 and 1 -> 100
     m = mirror([n("cpu-full", 0, cpu=3000, mem=5000)], [t("x", "cpu-full", cpu=3000, mem=0)])
     assert plugin_scores(m, t("p", cpu=0, mem=5000))["cpu-full"]["balancedresource"] == 100
-    # no change in balance -> 75
+    # equal fractions -> 100, whatever the balance was without the pod
     m = mirror([n("same", 0, cpu=1000, mem=1000)], [])
-    assert plugin_scores(m, t("p", cpu=100, mem=100))["same"]["balancedresource"] == 75
+    assert plugin_scores(m, t("p", cpu=100, mem=100))["same"]["balancedresource"] == 100
+    # a fraction above 1 (an overcommitted node, which no feasible node is) is capped: 1 and 0.5 -> 75
+    requested, pod, alloc = np.array([[1500.0, 0.0]]), np.array([0.0, 500.0]), np.array([[1000.0, 1000.0]])
+    assert rs.balanced(requested, pod, alloc, [("cpu", 0), ("memory", 1)]).tolist() == [75.0]
 
 
 def test_balanced_allocation_uses_raw_requests_without_non_zero_defaults() -> None:
     # the node's pod requests no memory: raw 0 (not 200Mi); the pod asks cpu only
     m = mirror([n("a", 0, cpu=1000, mem=1000 * MIB)], [t("x", "a", cpu=500, mem=0)])
     got = plugin_scores(m, t("p", cpu=250, mem=0))["a"]["balancedresource"]
-    with_pod = math.floor((1 - abs(0.75 - 0.0) / 2) * 100)
-    without = math.floor((1 - abs(0.5 - 0.0) / 2) * 100)
-    assert got == 50 + (50 + with_pod - without) // 2
+    assert got == math.floor((1 - abs(0.75 - 0.0) / 2) * 100)
 
 
 def test_balanced_allocation_skips_unrequested_extended_and_zero_allocatable_resources() -> None:
     # gpu on the node but not requested: two resources (cpu, memory) -> |f0 - f1| / 2
     m = mirror([n("gpu", 8, cpu=1000, mem=1000)], [])
-    assert (
-        plugin_scores(m, t("p", cpu=400, mem=200))["gpu"]["balancedresource"]
-        == 50 + (50 + math.floor((1 - 0.1) * 100) - 100) // 2
-    )
+    assert plugin_scores(m, t("p", cpu=400, mem=200))["gpu"]["balancedresource"] == math.floor((1 - 0.1) * 100)
     # gpu requested on a node with gpu: three fractions, population std
     got = plugin_scores(m, t("q", cards=4, cpu=400, mem=200))["gpu"]["balancedresource"]
     f = [0.4, 0.2, 0.5]
     mean = sum(f) / 3
     std = math.sqrt(sum((x - mean) ** 2 for x in f) / 3)
-    assert got == 50 + (50 + math.floor((1 - std) * 100) - 100) // 2
-    # memory allocatable 0 on the node: cpu alone -> std 0 both ways -> 75
+    assert got == math.floor((1 - std) * 100)
+    # memory allocatable 0 on the node: cpu alone -> std 0 -> 100
     m = mirror([n("no-mem", 0, cpu=1000, mem=0)], [])
-    assert plugin_scores(m, t("p", cpu=400, mem=0))["no-mem"]["balancedresource"] == 75
+    assert plugin_scores(m, t("p", cpu=400, mem=0))["no-mem"]["balancedresource"] == 100
 
 
 # -- 10 non-zero requests --------------------------------------------------------------------------
-# kubernetes 1.36.1 pkg/scheduler/util/pod_resources.go (100m / 200Mi), framework/types.go
+# kubernetes v1.34.1 pkg/scheduler/util/pod_resources.go (100m / 200Mi), framework/types.go
 # (NodeInfo.NonZeroRequested), noderesources/resource_allocation.go (!useRequested -> defaults);
-# component-helpers v0.36.1 resource/helpers.go (per container, init containers too, explicit 0 kept)
+# component-helpers v0.34.1 resource/helpers.go (per container, init containers too, explicit 0 kept)
 
 
 def test_least_allocated_uses_the_snapshots_per_container_non_zero_requests() -> None:

@@ -36,13 +36,19 @@ def plugin_test() -> Path:
     return binary
 
 
-def _run(binary: Path, *args: str, env: dict[str, str] | None = None) -> str:
+def _run(binary: Path, *args: str, env: dict[str, str] | None = None, package: str = "repack") -> str:
     proc = subprocess.run(
         [str(binary), "-test.count=1", *args], capture_output=True, text=True, timeout=600,
-        env={**os.environ, **(env or {})}, cwd=ROOT / "go" / "plugin" / "repack",  # where `go test` runs it
+        env={**os.environ, **(env or {})}, cwd=ROOT / "go" / "plugin" / package,  # where `go test` runs it
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     return proc.stdout
+
+
+def test_the_fidelity_oracles_go_tests_pass(plugin_test: Path) -> None:
+    out = _run(plugin_test.with_name("fidelity.test"), "-test.v", package="fidelity")
+    for name in ("TestEvaluateAnswersEveryTaskUnderEveryConf", "TestEvaluateNamesTheBadInput"):
+        assert f"--- PASS: {name}" in out, out[-4000:]
 
 
 def test_the_plugins_go_tests_pass(plugin_test: Path) -> None:

@@ -52,7 +52,7 @@ def test_twin_works_without_kernel() -> None:
     np.testing.assert_array_equal(out.future_idle[:, 0], [10 - 1 - 2, 10 - 3 + 3])
 
 
-# volcano ed72c7c8 pkg/scheduler/api/node_info.go (NodeInfo.AddTask, Binding branch;
+# volcano v1.14.1 pkg/scheduler/api/node_info.go (NodeInfo.AddTask, Binding branch;
 # resource_info.go LessEqualWithResourcesName, minResource 0.1)
 BINDING, RUNNING, PIPELINED = taskstatus.BINDING, taskstatus.RUNNING, taskstatus.PIPELINED
 
@@ -88,18 +88,20 @@ def test_node_info_add_task_refuses_a_binding_task_that_does_not_fit_idle(mode: 
 
 
 @pytest.mark.parametrize("mode", ["twin", pytest.param("kernel", marks=needs_kernel)])
-def test_binding_fit_checks_cpu_memory_always_and_only_requested_scalars_never_pods(mode: str) -> None:
-    alloc = np.array([[10.0, 10.0, 1.0, 0.0]])  # cpu, memory, pods (1 slot), gpu (none)
-    node = np.zeros(3, np.int32)
-    status = np.array([RUNNING, BINDING, BINDING], np.int32)
+def test_binding_fit_checks_cpu_memory_pods_always_and_only_requested_scalars(mode: str) -> None:
+    """Volcano v1.14.1 NodeInfo.AddTask: a Binding task's Resreq (with its ``pods: 1``) against Idle."""
+    alloc = np.array([[10.0, 10.0, 2.0, 0.0]])  # cpu, memory, pods (2 slots), gpu (none)
+    node = np.zeros(4, np.int32)
+    status = np.array([RUNNING, BINDING, BINDING, BINDING], np.int32)
     req = np.array(
         [
-            [1.0, 1.0, 1.0, 0.0],  # fills the only pod slot
-            [1.0, 1.0, 1.0, 0.0],  # Binding: pods never checked -> fits
+            [1.0, 1.0, 1.0, 0.0],  # fills one pod slot
             [1.0, 1.0, 1.0, 1.0],  # Binding: asks a gpu the node lacks -> refused
+            [1.0, 1.0, 1.0, 0.0],  # Binding: the last pod slot -> fits
+            [1.0, 1.0, 1.0, 0.0],  # Binding: no pod slot left -> refused (cpu and memory would fit)
         ]
     )
     with dispatch.forced(mode):  # type: ignore[arg-type]
         out = ledger.build_ledger(node, status, req, alloc, ["cpu", "memory", "pods", "nvidia.com/gpu"])
-    np.testing.assert_array_equal(out.refused, [False, False, True])
+    np.testing.assert_array_equal(out.refused, [False, True, False, True])
     np.testing.assert_array_equal(out.used[0], [2.0, 2.0, 2.0, 0.0])

@@ -49,11 +49,24 @@ def test_future_idle_counts_releasing_and_pipelined() -> None:
     assert result.reasons()[names.index("pipe")] == INS_GPU
 
 
-def test_pod_number_exceeded_is_recorded_with_later_reasons() -> None:
-    m = mirror([n("a", pods=2, labels={"pool": "x"}), n("b", pods=3)], [t("1", "a"), t("2", "a"), t("3", "b")])
+def test_pod_slots_are_a_resource_and_pod_number_is_recorded_with_later_reasons() -> None:
+    """Volcano v1.14.1: every task requests ``pods: 1``, so a node without a free pod slot in
+    FutureIdle fails allocate's resource check ("Insufficient pods", final); a Releasing pod gives
+    its slot back to FutureIdle but still counts in the predicates' pod number check (recorded)."""
+    m = mirror(
+        [n("a", pods=2, labels={"pool": "x"}), n("b", pods=3), n("r", pods=2)],
+        [t("1", "a"), t("2", "a"), t("3", "b"), t("4", "r"), t("5", "r", status=pb.Task.Releasing)],
+    )
     got = check(m, t("p", nodeSelector={"pool": "y"}))
-    assert got["a"] == ["node(s) pod number exceeded", *AFF]
+    assert got["a"] == ["Insufficient pods"]
     assert got["b"] == AFF
+    assert got["r"] == ["node(s) pod number exceeded", *AFF]
+
+
+def test_pods_is_named_after_every_other_insufficient_resource() -> None:
+    m = mirror([n("a", 1, pods=1)], [t("1", "a", 1)])
+    assert check(m, t("p", cards=1))["a"] == INS_GPU  # gpu and pods both short: the card is named
+    assert check(m, t("q", cpu=10**9))["a"] == ["Insufficient cpu"]
 
 
 def test_unschedulable_node() -> None:
@@ -187,7 +200,7 @@ def test_node_affinity(profile: dict, labels: dict[str, str], fits: bool) -> Non
 
 
 def test_gt_needs_exactly_one_value_but_a_non_integer_term_matches_nothing() -> None:
-    # kubernetes v1.36.1 pkg/apis/core/validation/validation.go (ValidateNodeSelectorRequirement):
+    # kubernetes v1.34.1 pkg/apis/core/validation/validation.go (ValidateNodeSelectorRequirement):
     # Gt/Lt need exactly one value, but the API does not check it is an integer; the scheduler's
     # labels.NewRequirement then fails and the term matches nothing (no error).
     m = mirror([n("node", labels={"c": "5"})], [])
@@ -198,12 +211,18 @@ def test_gt_needs_exactly_one_value_but_a_non_integer_term_matches_nothing() -> 
     assert check(m, word)["node"] == AFF
 
 
-# kubernetes v1.36.1 pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go: since 1.35
-# (PR #134740) the message names no taint key or value.
-TAINTED = ["node(s) had untolerated taint(s)"]
+# kubernetes v1.34.1 pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go: the reason
+# names the first untolerated NoSchedule/NoExecute taint (1.35 dropped the name, PR #134740)
+TAINTED = ["node(s) had untolerated taint {dedicated: gpu}"]
 TAINT_CASES = [
     ("untolerated NoSchedule", ["dedicated=gpu:NoSchedule"], [], TAINTED),
-    ("untolerated NoExecute", ["x=y:NoExecute"], [], TAINTED),
+    ("untolerated NoExecute", ["x=y:NoExecute"], [], ["node(s) had untolerated taint {x: y}"]),
+    (
+        "the first untolerated is named",
+        ["soft=1:PreferNoSchedule", "a=1:NoSchedule", "b=2:NoExecute"],
+        [],
+        ["node(s) had untolerated taint {a: 1}"],
+    ),
     ("PreferNoSchedule is not a filter", ["soft=1:PreferNoSchedule"], [], OK),
     ("Equal matches", ["dedicated=gpu:NoSchedule"], [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}], OK),
     (
@@ -224,7 +243,7 @@ TAINT_CASES = [
         "one untolerated among tolerated",
         ["a=1:NoSchedule", "b=2:NoSchedule"],
         [{"key": "a", "operator": "Exists"}],
-        TAINTED,
+        ["node(s) had untolerated taint {b: 2}"],
     ),
 ]
 
@@ -270,7 +289,7 @@ def test_anti_affinity_to_itself() -> None:
     got = check(m, t("web-1", labels={"app": "web"}, **ANTI))
     assert got["b1"] == OK and got["nozone"] == OK  # no zone label: the term cannot match there
     # Both its own term and web-0's match; the pod's own anti-affinity is checked first
-    # (kubernetes v1.36.1 interpodaffinity/filtering.go), one reason per InterPodAffinity failure.
+    # (kubernetes v1.34.1 interpodaffinity/filtering.go), one reason per InterPodAffinity failure.
     assert got["a1"] == ["node(s) didn't match pod anti-affinity rules"]
     assert got["a2"] == ["node(s) didn't match pod anti-affinity rules"]
 

@@ -47,13 +47,13 @@ def test_resource_plugins_on_an_empty_node() -> None:
     assert s["mostrequested"] == ((1000 * 100 // 32000) + (int(1e9) * 100 // int(256e9))) // 2
     mean = (cpu + mem + gpu) / 3
     std = math.sqrt(((cpu - mean) ** 2 + (mem - mean) ** 2 + (gpu - mean) ** 2) / 3)
-    # Kubernetes 1.36 (PR #135573): the change in balance; the empty node scores 100 without the pod
-    assert s["balancedresource"] == 50 + (50 + math.floor((1 - std) * 100) - 100) // 2
+    # Kubernetes v1.34.1 balanced_allocation.go: (1 - std) x 100 with the pod
+    assert s["balancedresource"] == math.floor((1 - std) * 100)
     assert s["tainttoleration"] == 300  # no PreferNoSchedule taints anywhere: 100 x weight 3
     assert s["total"] == pytest.approx(sum(v for k, v in s.items() if k != "total"))
 
 
-# volcano ed72c7c8 pkg/scheduler/plugins/binpack/binpack.go (BinPackingScore: an overflowing
+# volcano v1.14.1 pkg/scheduler/plugins/binpack/binpack.go (BinPackingScore: an overflowing
 # weighted resource makes ResourceBinPackingScore return an error and the node score 0, since v1.8.0)
 def test_binpack_counts_used_and_scores_whole_node_zero_on_overflow() -> None:
     m = mirror(
@@ -83,9 +83,7 @@ def test_least_requested_uses_non_zero_defaults_for_requestless_pods() -> None:
 def test_balanced_two_resources_is_half_the_difference() -> None:
     m = mirror([n("a", 0, cpu=1000, mem=1000)], [t("x", "a", 0, cpu=100, mem=500)])
     s = plugin_scores(m, t("p", cpu=100, mem=100))["a"]
-    with_pod = math.floor((1 - abs(0.2 - 0.6) / 2) * 100)
-    without = math.floor((1 - abs(0.1 - 0.5) / 2) * 100)
-    assert s["balancedresource"] == 50 + (50 + with_pod - without) // 2 == 75  # Kubernetes 1.36
+    assert s["balancedresource"] == math.floor((1 - abs(0.2 - 0.6) / 2) * 100) == 80  # with the pod
 
 
 def test_node_affinity_preferred_weights_are_summed_not_normalised() -> None:

@@ -116,9 +116,9 @@ def test_prioritize_on_the_guide_example_ranks_feasible_nodes() -> None:
     reply = RepackService().prioritize(
         service_pb2.PrioritizeRequest(snapshot=load_snapshot(GUIDE), task_uid="t-train-0"), NO_DEADLINE
     )
-    # Kubernetes 1.36 BalancedAllocation (with/without the pod) ties the nodes; binpack ranks
-    # the fuller 02 and 03 first (see test_server.test_prioritize_over_grpc_ranks_feasible_nodes)
-    assert [x.node for x in reply.scores] == ["ascend-node-02", "ascend-node-03", "ascend-node-01"]
+    # BalancedAllocation and LeastAllocated outweigh binpack's preference for the fuller 02 and 03
+    # (see test_server.test_prioritize_over_grpc_ranks_feasible_nodes)
+    assert [x.node for x in reply.scores] == ["ascend-node-01", "ascend-node-02", "ascend-node-03"]
     for x in reply.scores:
         assert x.score == pytest.approx(sum(x.plugins.values()))
 

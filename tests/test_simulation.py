@@ -104,7 +104,7 @@ def test_ports_follow_moves() -> None:
     assert not m.filter(m.subject_for_task(p1), sim=sim).feasible[m.state.node("a")]
 
 
-# volcano ed72c7c8 pkg/scheduler/api/node_info.go (AddTask refuses a Binding task that does not
+# volcano v1.14.1 pkg/scheduler/api/node_info.go (AddTask refuses a Binding task that does not
 # fit Idle; the refused task is not in the NodeInfo, so no pod count, port or affinity sees it)
 def test_refused_binding_task_is_not_on_its_node_for_pods_ports_and_affinity() -> None:
     from mirror_cases import check

@@ -107,12 +107,13 @@ build volcano "-s -w -X $vv.Version=$volcano -X $vv.GitSHA=module-proxy -X $vv.B
     vc-scheduler=volcano.sh/volcano/cmd/scheduler \
     vc-controller-manager=volcano.sh/volcano/cmd/controller-manager
 
-# vc-scheduler with the repack plugin compiled in (go/plugin), the fidelity oracle and the plugin's
-# test binary (tests/test_go_plugin.py runs it); the Volcano version and ldflags are the stock scheduler's
+# vc-scheduler with the repack plugin compiled in (go/plugin), the fidelity oracle and the test
+# binaries of the plugin and the oracle (tests/test_go_plugin.py runs them); the Volcano version and ldflags are the stock scheduler's
 build plugin "-s -w -X $vv.Version=$volcano -X $vv.GitSHA=module-proxy+repack -X $vv.Built=1970-01-01" \
     vc-scheduler-repack=./cmd/vc-scheduler \
     volcano-oracle=./cmd/volcano-oracle \
-    repack-plugin.test=test:./repack
+    repack-plugin.test=test:./repack \
+    fidelity.test=test:./fidelity
 
 kwok=$(modversion kwok sigs.k8s.io/kwok)
 build kwok "-s -w" kwok=sigs.k8s.io/kwok/cmd/kwok

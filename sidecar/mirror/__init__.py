@@ -1,6 +1,8 @@
 """The mirror core: Volcano's allocate-time Filter and node order, replayed on a snapshot.
 
-Fidelity target: Volcano master ed72c7c8 (v1.16 line) on Kubernetes 1.36.1 scheduler libraries.
+Fidelity target: Volcano v1.14.1 on its Kubernetes v1.34.1 scheduler libraries
+(``VOLCANO_RELEASE``), the release go/plugin and the real control plane build;
+``volcano-oracle`` runs its compiled code.
 
 Split like the Kubernetes scheduler plugins, so each rule can be read next to its upstream:
 
@@ -19,3 +21,9 @@ Split like the Kubernetes scheduler plugins, so each rule can be read next to it
 - ``conf``: volcano-scheduler.conf;
 - ``kernels``: hot loops (Cython, with Python twins).
 """
+
+#: The release the mirror follows: the one go/plugin (and so ``volcano-oracle``) and the real
+#: control plane build, whose go.mod files pin it; tests/test_fidelity_target.py keeps the
+#: go.mod files, these names and README's "Fidelity target" line in step.
+VOLCANO_RELEASE = "v1.14.1"
+KUBERNETES_RELEASE = "v1.34.1"

@@ -3,7 +3,7 @@ reason lists.
 
 The reasons for a node are exactly what Volcano would print: checks after a final failure (a
 resource, a node-only check, the pod's own required affinity) are not shown, every other failure
-is recorded and the later checks still run (Volcano ed72c7c8 ``predicates.go``: the loop stops only
+is recorded and the later checks still run (Volcano v1.14.1 ``predicates.go``: the loop stops only
 when ``util.ShouldAbort`` — UnschedulableAndUnresolvable or Error). Nodes are grouped by the results
 the wording depends on, so each distinct reason list is built once.
 
@@ -40,15 +40,17 @@ UNSPECIFIED: Final = 0
 UNSCHEDULABLE: Final = 1  # api.Unschedulable: other pods moving may free the node
 UNRESOLVABLE: Final = 2  # api.UnschedulableAndUnresolvable: nothing placed elsewhere helps
 
-# Wording and code, one row per reason (Volcano ed72c7c8 pkg/scheduler/api/unschedule_info.go and
-# actions/allocate; kubernetes v1.36.1 pkg/scheduler/framework/plugins/*).
+# Wording and code, one row per reason (Volcano v1.14.1 pkg/scheduler/api/unschedule_info.go and
+# actions/allocate; kubernetes v1.34.1 pkg/scheduler/framework/plugins/*). A row with ``{}`` is
+# a template: the reason names a resource or a taint.
 REASONS: Final[dict[str, tuple[str, int]]] = {
     "insufficient": ("Insufficient {}", UNSCHEDULABLE),  # allocate's resource check
     "pod_number": ("node(s) pod number exceeded", UNSCHEDULABLE),
     "unschedulable": ("node(s) were unschedulable", UNRESOLVABLE),  # NodeUnschedulable
     "node_affinity": ("node(s) didn't match Pod's node affinity/selector", UNRESOLVABLE),
-    # TaintToleration since 1.35 (kubernetes PR #134740): no taint key or value in the message.
-    "taint": ("node(s) had untolerated taint(s)", UNRESOLVABLE),
+    # TaintToleration names the first untolerated taint (kubernetes v1.34.1 tainttoleration.go;
+    # 1.35 dropped the key and value: "node(s) had untolerated taint(s)", PR #134740)
+    "taint": ("node(s) had untolerated taint {{{}: {}}}", UNRESOLVABLE),
     "ports": ("node(s) didn't have free ports for the requested pod ports", UNSCHEDULABLE),
     "affinity": ("node(s) didn't match pod affinity rules", UNRESOLVABLE),
     "anti_affinity": ("node(s) didn't match pod anti-affinity rules", UNSCHEDULABLE),
@@ -70,17 +72,24 @@ SPREAD_LABEL = REASONS["spread_label"][0]
 SPREAD = REASONS["spread"][0]
 
 _CODE_OF_TEXT = {text: code for text, code in REASONS.values() if "{}" not in text}
-_INSUFFICIENT_PREFIX = INSUFFICIENT.removesuffix("{}")
+#: the fixed beginning of each template's reasons, and their code
+_CODE_OF_PREFIX = tuple((text.split("{", 1)[0], code) for text, code in REASONS.values() if "{}" in text)
 _STATIC = {S_UNSCHEDULABLE: NODE_UNSCHEDULABLE, S_AFFINITY: NODE_AFFINITY}
 _INTER = {P_AFFINITY: AFFINITY, P_ANTI: ANTI_AFFINITY, P_EXISTING_ANTI: EXISTING_ANTI_AFFINITY}
 
 Groups = list[tuple[list[str], npt.NDArray[np.intp]]]
 
 
+def taint_reason(key: str, value: str) -> str:
+    """TaintToleration's reason for a node whose first untolerated taint is ``key=value``."""
+    return TAINT.format(key, value)
+
+
 def reason_code(reason: str) -> int:
-    if reason.startswith(_INSUFFICIENT_PREFIX):
-        return UNSCHEDULABLE
-    return _CODE_OF_TEXT.get(reason, UNSPECIFIED)
+    code = _CODE_OF_TEXT.get(reason)
+    if code is not None:
+        return code
+    return next((code for prefix, code in _CODE_OF_PREFIX if reason.startswith(prefix)), UNSPECIFIED)
 
 
 def failure_code(reasons: Sequence[str]) -> int:
@@ -96,8 +105,8 @@ def resource_name(state: ClusterState, subj: Subject, first_fail: int) -> str:
 def group_reasons(state: ClusterState, subj: Subject, ev: Evaluation) -> Groups:
     """Failed positions grouped by their reason list (vectorised: one decode per distinct list).
 
-    Groups come in ascending order of (first failing resource, pod count, node-only code,
-    ports, inter-pod code, spread code).
+    Groups come in ascending order of (first failing resource, pod count, node-only code, taint
+    named, ports, inter-pod code, spread code).
     """
     idx = np.flatnonzero(~ev.ok)
     if idx.size == 0:
@@ -111,6 +120,7 @@ def group_reasons(state: ClusterState, subj: Subject, ev: Evaluation) -> Groups:
         ev.first_fail[idx].astype(np.intp) + 1,
         np.where(res_fail, 0, ev.pod_full[idx]),
         np.where(res_fail, 0, ev.static_code[idx]),
+        np.where(res_fail, 0, ev.taint[idx].astype(np.intp) + 1),
         np.where(final, 0, ev.ports[idx]),
         np.where(final, 0, ev.inter[idx]),
         np.where(final | affinity_fail, 0, ev.spread[idx]),
@@ -134,7 +144,7 @@ def _reasons_of(state: ClusterState, subj: Subject, i: int, ev: Evaluation) -> l
     reasons = [POD_NUMBER] if ev.pod_full[i] else []
     sc = int(ev.static_code[i])
     if sc != S_OK:
-        reasons.append(_STATIC.get(sc, TAINT))
+        reasons.append(_STATIC[sc] if sc in _STATIC else ev.taints[int(ev.taint[i])])
         return reasons
     if ev.ports[i]:
         reasons.append(PORTS)

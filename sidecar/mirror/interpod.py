@@ -1,4 +1,4 @@
-"""InterPodAffinity Filter, in the order of kubernetes v1.36.1
+"""InterPodAffinity Filter, in the order of kubernetes v1.34.1
 pkg/scheduler/framework/plugins/interpodaffinity/filtering.go: the pod's own required affinity
 (UnschedulableAndUnresolvable), then its own required anti-affinity, then existing pods' required
 anti-affinity toward it (both Unschedulable). One status per node: the first failure.

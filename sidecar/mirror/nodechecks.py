@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.mirror.conf import SchedulerConf
+from sidecar.mirror.explain import taint_reason
 from sidecar.mirror.selectors import (
     UNSCHEDULABLE_TAINT,
     NodeLabels,
@@ -42,6 +43,7 @@ class NodeChecks:
         self.conf = conf
         self.labels = labels
         self.pods_dim = state.resource(PODS)
+        self._base_dims = np.array([state.resource(name) for name in BASE_RESOURCES], np.intp)
         self._scalar_dims = np.array(
             [i for i, name in enumerate(state.resources) if name not in BASE_RESOURCES], np.intp
         )
@@ -51,19 +53,25 @@ class NodeChecks:
         self._taint_sets: TaintSets | None = None
 
     def fit_mask(self, req: npt.NDArray[np.float64]) -> npt.NDArray[np.uint8]:
-        """[T, R]: 1 where LessEqual compares a request's dimension -- cpu and memory always, a
-        scalar only when requested (the rule; :meth:`fit_dims` is its cached index form)."""
+        """[T, R]: 1 where LessEqual compares a request's dimension -- cpu, memory and pods always
+        (Volcano v1.14.1 ``GetPodResourceRequest`` gives every task a ``pods: 1`` scalar, and
+        ``LessEqualWithResourcesName`` walks every scalar of the request), any other scalar only
+        when requested (the rule; :meth:`fit_dims` is its cached index form)."""
         mask = np.zeros(req.shape, np.uint8)
-        mask[:, :2] = 1
+        mask[:, self._base_dims] = 1
         mask[:, self._scalar_dims] = req[:, self._scalar_dims] > 0
         return mask
 
     def fit_dims(self, req: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
-        """Dimensions LessEqual compares for one request (:meth:`fit_mask`), cached per pattern."""
+        """Dimensions LessEqual compares for one request (:meth:`fit_mask`), in the order the
+        first insufficient one is named: cpu, memory, the scalars by name, pods last (Volcano
+        walks its scalars, pods among them, in Go map order; the mirror's order is fixed and
+        names the scarcer card before the pod slot). Cached per pattern."""
         key = (req[self._scalar_dims] > 0).tobytes()
         dims = self._dims.get(key)
         if dims is None:
-            dims = self._dims[key] = np.flatnonzero(self.fit_mask(req[None, :])[0]).astype(np.intp)
+            walked = np.flatnonzero(self.fit_mask(req[None, :])[0]).astype(np.intp)
+            dims = self._dims[key] = np.r_[walked[walked != self.pods_dim], self.pods_dim].astype(np.intp)
         return dims
 
     def taint_sets(self) -> TaintSets:
@@ -99,6 +107,8 @@ class NodeChecks:
             return hit
         n = self.state.n_nodes
         code = np.zeros(n, np.int8)
+        taint = np.full(n, -1, np.int32)
+        taint_texts: tuple[str, ...] = ()
         check_tolerations(profile.tolerations, f"{path}.tolerations")
         tolerations = list(profile.tolerations)
         # NodeUnschedulable (always on in Volcano's predicates plugin)
@@ -109,11 +119,20 @@ class NodeChecks:
                 miss = (code == S_OK) & ~node_affinity_mask(self.labels, profile, path)
                 code[miss] = S_AFFINITY
             if self.conf.predicate_on("TaintToleration"):
-                # The message names no taint since Kubernetes 1.35, so only "is there one" counts.
+                # The reason names the node's first untolerated taint (kubernetes v1.34.1
+                # tainttoleration.go Filter), so nodes differ by which taint that is.
                 ids, sets = self.taint_sets()
-                untolerated = np.array([first_untolerated(taints, tolerations) is not None for taints in sets], bool)
-                code[(code == S_OK) & untolerated[ids]] = S_TAINT
-        result = StaticResult(code)
+                texts: dict[str, int] = {}
+                which = np.full(len(sets) + 1, -1, np.int32)  # per taint set; the last entry: none
+                for j, taints in enumerate(sets):
+                    first = first_untolerated(taints, tolerations)
+                    if first is not None:
+                        which[j] = texts.setdefault(taint_reason(first.key, first.value), len(texts))
+                hit = (code == S_OK) & (which[ids] >= 0)
+                code[hit] = S_TAINT
+                taint[hit] = which[ids[hit]]
+                taint_texts = tuple(texts)
+        result = StaticResult(code, taint, taint_texts)
         self._static[key] = result
         if profile_index is not None:
             self._static_by_profile[profile_index] = result

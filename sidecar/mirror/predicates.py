@@ -1,6 +1,8 @@
 """Feasibility of one task on every node, in Volcano's order and with its fit-error wording.
 
-Fidelity target: Volcano master ed72c7c8 (v1.16 line) on Kubernetes 1.36.1 scheduler libraries.
+Fidelity target: Volcano v1.14.1 on its Kubernetes v1.34.1 scheduler libraries
+(:data:`sidecar.mirror.VOLCANO_RELEASE`), the release go/plugin and the real control plane
+build; ``volcano-oracle`` runs its compiled code.
 
 Order (allocate action, then the predicates plugin, pkg/scheduler/plugins/predicates/predicates.go):
 
@@ -39,6 +41,7 @@ from sidecar.mirror.simulation import Simulation, ports_conflict, task_ports
 from sidecar.mirror.spread import TopologySpread
 from sidecar.mirror.types import I8, P_OK, S_OK, T_OK, Evaluation, FilterResult, Mask, Subject
 from sidecar.snapshot.state import ClusterState
+from sidecar.snapshot.units import BASE_RESOURCES, PODS
 
 _NO_BOOL: Mask = np.zeros(0, bool)
 _NO_CODE: I8 = np.zeros(0, np.int8)
@@ -128,7 +131,8 @@ class Predicates:
         fits = first_fail < 0
         idle = kernels.first_insufficient(subj.req, sim.idle()[idx], dims) < 0 if fits_idle else fits
         pod_full = sim.pod_count[idx] >= state.node_alloc[idx, self.pods_dim]
-        static_code = self.static(prof, profile_index=subj.profile_index).code[idx]
+        static = self.static(prof, profile_index=subj.profile_index)
+        static_code = static.code[idx]
         reached = fits & (static_code == S_OK)  # where Volcano runs the remaining predicates
         ok = reached & ~pod_full
         ports = _NO_BOOL if not prof.host_ports else np.zeros(idx.size, bool)
@@ -161,13 +165,16 @@ class Predicates:
             ports if ports.size == n else np.zeros(n, bool),
             inter if inter.size == n else np.zeros(n, np.int8),
             spread if spread.size == n else np.zeros(n, np.int8),
+            static.taint[idx],
+            static.taints,
         )
 
     def _name_unknown(self, first_fail: npt.NDArray[np.int16], unknown: tuple[str, ...]) -> npt.NDArray[np.int16]:
         """Resources no node provides fail everywhere, as scalars: they are named only where cpu and
-        memory fit and no scalar before them by name fails (``unknown`` is sorted by name)."""
+        memory fit and no scalar before them by name fails (``unknown`` is sorted by name; pods
+        comes after every scalar, :meth:`NodeChecks.fit_dims`)."""
         names = self.state.resources
-        after = np.array([k >= 2 and name > unknown[0] for k, name in enumerate(names)], bool)
+        after = np.array([name == PODS or (name not in BASE_RESOURCES and name > unknown[0]) for name in names], bool)
         take = (first_fail < 0) | after[np.maximum(first_fail, 0)]
         out = first_fail.copy()
         out[take] = len(names)  # the first unknown resource (see Evaluation.first_fail)

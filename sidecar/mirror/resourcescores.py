@@ -2,7 +2,7 @@
 
 Pure functions over candidate rows; :mod:`sidecar.mirror.scoring` feeds them the ledger.
 
-* **binpack** (volcano ed72c7c8 pkg/scheduler/plugins/binpack/binpack.go, BinPackingScore):
+* **binpack** (volcano v1.14.1 pkg/scheduler/plugins/binpack/binpack.go, BinPackingScore):
   over the resources the task requests (> 0) that carry a weight (cpu and memory always),
   ``sum_r(w_r x (req_r + used_r) / alloc_r) / sum_r w_r``. A resource the node lacks
   (allocatable 0) or with weight 0 scores 0 but its weight stays in the sum; if
@@ -14,18 +14,16 @@ Pure functions over candidate rows; :mod:`sidecar.mirror.scoring` feeds them the
   weights): integer arithmetic on Kubernetes' *non-zero* requests: the node's NonZeroRequested
   (each pod's non-zero cpu/memory) plus the pod's own; a resource with allocatable 0 is left
   out of the weighted mean.
-* **BalancedAllocation** (balanced_allocation.go, resource_allocation.go at Kubernetes 1.36.1):
-  ``50 + (50 + with - without) // 2`` where ``with``/``without`` are the old per-state score
-  ``int64((1 - std) x 100)`` over the fractions requested/allocatable (capped at 1) with and
-  without the pod: two fractions -> ``|f0 - f1| / 2``, more -> population std, fewer -> 0.
+* **BalancedAllocation** (balanced_allocation.go, resource_allocation.go at Kubernetes v1.34.1):
+  ``int64((1 - std) x 100)`` over the fractions (requested + the pod) / allocatable, each capped
+  at 1: two fractions -> ``|f0 - f1| / 2``, more -> population std, fewer -> 0 (so 100).
   Raw requests (useRequested: no non-zero defaults; pod overhead is part of the request);
   resources cpu, memory, nvidia.com/gpu (Volcano's nodeorder; weights ignored); a resource with
   allocatable 0 on the node, or an extended resource the pod does not request, is left out.
-  A best-effort pod (every configured resource requested 0) skips the plugin (PreScore Skip,
-  Kubernetes >= 1.33, PR #130260): it adds 0 on every node.
-  Uncertainty: the 1.36 formula (PR #135573) was read from the PR diff and review thread, not
-  from the v1.36.1 tag itself (too large to fetch); the CHANGELOG-1.36 entry confirms the PR is
-  in 1.36.
+  A best-effort pod (every configured resource requested 0) scores 0 on every node (Volcano's
+  nodeorder calls Score without PreScore; Score finds no PreScore state and returns 0 for it).
+  Kubernetes 1.36 changed the formula to ``50 + (50 + with - without) // 2`` (PR #135573; see
+  README, "Older and newer releases").
 """
 
 from __future__ import annotations
@@ -97,7 +95,7 @@ def fit_scores(node_nonzero: F64, pod_nonzero: F64, alloc: F64) -> tuple[F64, F6
 
 
 def _balance(fractions: F64) -> I64:
-    """Pre-1.36 BalancedAllocation score per column of ``fractions`` [k, n] (NaN = left out)."""
+    """BalancedAllocation's score per column of ``fractions`` [k, n] (NaN = left out)."""
     valid = ~np.isnan(fractions)
     count = valid.sum(axis=0)
     cols = np.arange(fractions.shape[1])
@@ -119,7 +117,7 @@ def balanced(requested: F64, pod_req: F64, alloc: F64, columns: Sequence[tuple[s
     n = requested.shape[0]
     if all(pod_req[r] == 0 for _, r in columns):
         return None
-    with_pod, without = [], []
+    with_pod = []
     for name, r in columns:
         pod = float(pod_req[r])
         if name not in BASE_RESOURCES and pod == 0:
@@ -128,9 +126,7 @@ def balanced(requested: F64, pod_req: F64, alloc: F64, columns: Sequence[tuple[s
         has = cap > 0
         safe = np.where(has, cap, 1.0)
         with_pod.append(np.where(has, np.minimum((requested[:, r] + pod) / safe, 1.0), np.nan))
-        without.append(np.where(has, np.minimum(requested[:, r] / safe, 1.0), np.nan))
     if not with_pod:
-        return np.full(n, float(MAX_SCORE // 2 + MAX_SCORE // 4))
-    delta = MAX_SCORE // 2 + _balance(np.vstack(with_pod)) - _balance(np.vstack(without))
-    out: F64 = (MAX_SCORE // 2 + delta // 2).astype(float)
+        return np.full(n, float(MAX_SCORE))
+    out: F64 = _balance(np.vstack(with_pod)).astype(float)
     return out

@@ -6,7 +6,7 @@ Summed as Volcano sums its node-order functions (allocate: PrioritizeNodes):
   resources the task requests that have a weight; a resource the node lacks scores 0 but keeps
   its weight; any overflowing resource scores the whole node 0 (plugins/binpack/binpack.go).
 * ``nodeorder`` per node: leastrequested, mostrequested (on non-zero requests), balancedresource
-  (Kubernetes 1.36's with/without-the-pod formula; these three live in
+  (Kubernetes 1.34's ``(1 - std) x 100`` with the pod; these three live in
   :mod:`sidecar.mirror.resourcescores`) and nodeaffinity (sum of matching preferred term
   weights, not normalised: Volcano's TODO), each times its weight; imagelocality scores 0 (the
   snapshot carries no image data).

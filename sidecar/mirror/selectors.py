@@ -3,8 +3,8 @@
 Node-side checks are vectorised over all nodes through :class:`NodeLabels` (one interned code
 column per label key); pod-side checks work on plain label dicts.
 
-Requirements are parsed as apimachinery v0.36.1 ``labels.NewRequirement`` does (component-helpers
-v0.36.1 ``nodeaffinity``; Kubernetes 1.36.1 scheduler libraries). What the API server already
+Requirements are parsed as apimachinery v0.34.1 ``labels.NewRequirement`` does (component-helpers
+v0.34.1 ``nodeaffinity``; Kubernetes v1.34.1 scheduler libraries). What the API server already
 rejects (an unknown operator, a ``matchFields`` key other than ``metadata.name``, and the checks of
 :func:`sidecar.snapshot.decode.validate_profile`) is an ``InputError``. What it admits but
 ``NewRequirement`` refuses makes the requirement unparsable, and then:

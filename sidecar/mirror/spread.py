@@ -1,4 +1,4 @@
-"""PodTopologySpread Filter over the pod's DoNotSchedule constraints (kubernetes v1.36.1
+"""PodTopologySpread Filter over the pod's DoNotSchedule constraints (kubernetes v1.34.1
 pkg/scheduler/framework/plugins/podtopologyspread/filtering.go).
 
 Constraints are checked in order and the first failing one decides the node: a node without the

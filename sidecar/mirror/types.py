@@ -27,7 +27,7 @@ S_OK: Final = 0
 S_UNSCHEDULABLE: Final = 1
 S_AFFINITY: Final = 2
 S_TAINT: Final = 3
-# InterPodAffinity codes, in the order its Filter checks (kubernetes v1.36.1
+# InterPodAffinity codes, in the order its Filter checks (kubernetes v1.34.1
 # pkg/scheduler/framework/plugins/interpodaffinity/filtering.go): the pod's own required affinity,
 # its own required anti-affinity, then existing pods' required anti-affinity toward it.
 P_OK: Final = 0
@@ -73,6 +73,10 @@ def task_subject(state: ClusterState, t: int) -> Subject:
 @dataclass(frozen=True)
 class StaticResult:
     code: I8  # [N] S_* codes
+    #: [N] where code is S_TAINT, which of ``taints`` the node's reason names (else -1)
+    taint: npt.NDArray[np.int32]
+    #: the distinct TaintToleration reasons (each names the node's first untolerated taint)
+    taints: tuple[str, ...] = ()
 
 
 @dataclass
@@ -102,3 +106,6 @@ class Evaluation:
     ports: Mask
     inter: I8
     spread: I8
+    #: per position, which of ``taints`` a TaintToleration failure names (-1: none)
+    taint: npt.NDArray[np.int32]
+    taints: tuple[str, ...] = ()

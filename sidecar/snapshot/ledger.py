@@ -5,14 +5,15 @@ Pipelined tasks add to ``pipelined`` only; every other status adds to ``used`` (
 consumes ``idle``); Releasing tasks also add to ``releasing``.
 ``idle = allocatable - used`` and ``future_idle = idle + releasing - pipelined``.
 
-Binding tasks are the one exception (volcano ed72c7c8 pkg/scheduler/api/node_info.go, AddTask):
+Binding tasks are the one exception (volcano v1.14.1 pkg/scheduler/api/node_info.go, AddTask):
 a Binding task whose request does not fit the node's Idle at the moment it is added
-(``Resreq.LessEqualWithResourcesName(Idle, Zero)``: cpu and memory always, every scalar the task
-requests, 0.1 tolerance; never "pods") is refused and not counted at all. It lands in
-``refused`` and the Simulation treats it as not on its node. Volcano adds a node's tasks in Go
-map order, so which of several Binding tasks is refused is random there; here the order is
-fixed: every non-Binding task first, then the Binding tasks in snapshot order, each checked
-against the Idle left by everything added before it (a documented difference).
+(``Resreq.LessEqualWithResourcesName(Idle, Zero)``: cpu, memory and pods always -- every task
+requests ``pods: 1`` -- and every other scalar the task requests, 0.1 tolerance) is refused and
+not counted at all. It lands in ``refused`` and the Simulation treats it as not on its node.
+Volcano adds a node's tasks in Go map order, so which of several Binding tasks is refused is
+random there; here the order is fixed: every non-Binding task first, then the Binding tasks in
+snapshot order, each checked against the Idle left by everything added before it (a documented
+difference).
 
 The hot loop has a Cython kernel (``ext/ledger.pyx``); :func:`accumulate_reference` is its
 readable specification and the fallback when the extension is not built (it serves as both the
@@ -36,8 +37,9 @@ I32 = npt.NDArray[np.int32]
 I8 = npt.NDArray[np.int8]
 U8 = npt.NDArray[np.uint8]
 
-#: how the Binding fit check treats a resource column: never (pods), always (cpu, memory),
-#: or only when the task requests it (every scalar; Volcano walks the task's ScalarResources)
+#: how the Binding fit check treats a resource column: never (no column since Volcano v1.14
+#: counts pods), always (cpu, memory, pods), or only when the task requests it (every other
+#: scalar; Volcano walks the task's ScalarResources)
 FIT_NEVER, FIT_ALWAYS, FIT_IF_REQUESTED = 0, 1, 2
 
 Kernel = Callable[[I32, I32, F64, F64, F64, F64, F64, U8, I8, int, int, int, int, float], None]
@@ -55,7 +57,7 @@ class NodeLedger:
 
 def fit_rule(resources: Sequence[str]) -> I8:
     """Per resource column, which FIT_* rule the Binding check applies."""
-    rule = {CPU: FIT_ALWAYS, MEMORY: FIT_ALWAYS, PODS: FIT_NEVER}
+    rule = {CPU: FIT_ALWAYS, MEMORY: FIT_ALWAYS, PODS: FIT_ALWAYS}  # every task requests pods: 1
     return np.array([rule.get(r, FIT_IF_REQUESTED) for r in resources], np.int8)
 
 

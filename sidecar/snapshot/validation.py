@@ -131,7 +131,7 @@ def validate_tolerations(tolerations: Sequence[pb.Toleration], path: str) -> Non
 
 def validate_profile(profile: pb.TaskProfile, path: str) -> None:
     """What the API server refuses in a pod spec and the scheduler would trip on, as InputError
-    naming the field (kubernetes v1.36.1 pkg/apis/core/validation/validation.go): a matchFields
+    naming the field (kubernetes v1.34.1 pkg/apis/core/validation/validation.go): a matchFields
     In/NotIn without exactly one value, Gt/Lt without exactly one value, an empty topologyKey in a
     pod (anti-)affinity term or a topology spread constraint, maxSkew below 1, an unknown
     operator, whenUnsatisfiable or inclusion policy, a preferred term's weight outside 1-100, a

@@ -1,7 +1,8 @@
 // Package fidelity answers, with Volcano's own compiled code, what the sidecar's mirror answers:
 // for a cluster (Kubernetes objects) and one pending pod, which nodes Volcano's allocate action
 // would accept, why it refuses the others (reasons and status code), and how it scores the
-// feasible ones. tests/test_fidelity.py and bench/fidelity.py compare the mirror with it.
+// feasible ones. bench/fidelity.py (and tests/test_fidelity_differential.py through it) compares
+// the mirror with it.
 //
 // The session is built the way Volcano's plugin tests build theirs (a mock scheduler cache fed
 // the objects, framework.OpenSession with the conf's tiers); the checks are the allocate action's:
@@ -35,13 +36,14 @@ import (
 // SchedulerName is the scheduler the oracle's cache acts as: pods naming it are Volcano's tasks.
 const SchedulerName = "volcano"
 
-// Case is one question: the cluster's objects (Namespaces, Nodes, PodGroups, Pods, as
-// sidecar.sandbox.objects.objects_from_snapshot writes them), the volcano-scheduler.conf text,
-// and the pending pod ("namespace/name") to place.
+// Case is a set of questions about one cluster: its objects (Namespaces, Nodes, PodGroups,
+// Pods, as sidecar.sandbox.objects.objects_from_snapshot writes them), one or more
+// volcano-scheduler.conf texts (a session each), and the pending pods ("namespace/name") to
+// place, each asked on its own against the same session.
 type Case struct {
 	Objects []json.RawMessage `json:"objects"`
-	Conf    string            `json:"conf"`
-	Task    string            `json:"task"`
+	Confs   []string          `json:"confs"`
+	Tasks   []string          `json:"tasks"`
 }
 
 // NodeAnswer is Volcano's answer for one node.
@@ -52,10 +54,16 @@ type NodeAnswer struct {
 	Score    *float64 `json:"score,omitempty"`   // feasible nodes only: PrioritizeNodes' total
 }
 
-// Answer is Volcano's answer for a case (Error set when the case could not be evaluated).
+// TaskAnswer is Volcano's answer for one pending pod: per node.
+type TaskAnswer struct {
+	Nodes map[string]NodeAnswer `json:"nodes"`
+}
+
+// Answer is Volcano's answer for a case: Answers[conf][task], in the case's order (Error set
+// when the case could not be evaluated).
 type Answer struct {
-	Nodes map[string]NodeAnswer `json:"nodes,omitempty"`
-	Error string                `json:"error,omitempty"`
+	Answers [][]TaskAnswer `json:"answers,omitempty"`
+	Error   string         `json:"error,omitempty"`
 }
 
 func init() {
@@ -74,17 +82,22 @@ func Evaluate(c Case) (out Answer) {
 			out = Answer{Error: fmt.Sprintf("panic: %v\n%s", r, debug.Stack())}
 		}
 	}()
-	ans, err := evaluate(c)
-	if err != nil {
-		return Answer{Error: err.Error()}
+	for i, conf := range c.Confs {
+		answers, err := evaluate(c.Objects, conf, c.Tasks)
+		if err != nil {
+			return Answer{Error: fmt.Sprintf("confs[%d]: %v", i, err)}
+		}
+		out.Answers = append(out.Answers, answers)
 	}
-	return ans
+	return out
 }
 
-func evaluate(c Case) (Answer, error) {
-	_, tiers, configurations, _, err := scheduler.UnmarshalSchedulerConf(c.Conf)
+// evaluate opens one session of the cluster under conf (a fresh mock cache: a session's plugins
+// may keep state in it) and answers each task.
+func evaluate(objects []json.RawMessage, conf string, keys []string) ([]TaskAnswer, error) {
+	_, tiers, configurations, _, err := scheduler.UnmarshalSchedulerConf(conf)
 	if err != nil {
-		return Answer{}, fmt.Errorf("conf: %w", err)
+		return nil, fmt.Errorf("conf: %w", err)
 	}
 	sc := cache.NewCustomMockSchedulerCache(SchedulerName, util.NewFakeBinder(0), util.NewFakeEvictor(0),
 		&util.FakeStatusUpdater{}, nil, &record.FakeRecorder{})
@@ -92,37 +105,37 @@ func evaluate(c Case) (Answer, error) {
 	var pods []*v1.Pod
 	var groups []*schedulingv1beta1.PodGroup
 	queues := map[string]bool{"default": true}
-	for i, raw := range c.Objects {
+	for i, raw := range objects {
 		var k kinded
 		if err := json.Unmarshal(raw, &k); err != nil {
-			return Answer{}, fmt.Errorf("objects[%d]: %w", i, err)
+			return nil, fmt.Errorf("objects[%d]: %w", i, err)
 		}
 		switch k.Kind {
 		case "Namespace":
 			var ns v1.Namespace
 			if err := json.Unmarshal(raw, &ns); err != nil {
-				return Answer{}, fmt.Errorf("objects[%d]: %w", i, err)
+				return nil, fmt.Errorf("objects[%d]: %w", i, err)
 			}
 			// through the client: the informers Volcano's predicates read namespaces from
 			if _, err := sc.Client().CoreV1().Namespaces().Create(context.Background(), &ns, metav1.CreateOptions{}); err != nil {
-				return Answer{}, fmt.Errorf("objects[%d]: %w", i, err)
+				return nil, fmt.Errorf("objects[%d]: %w", i, err)
 			}
 		case "Node":
 			var n v1.Node
 			if err := json.Unmarshal(raw, &n); err != nil {
-				return Answer{}, fmt.Errorf("objects[%d]: %w", i, err)
+				return nil, fmt.Errorf("objects[%d]: %w", i, err)
 			}
 			nodes = append(nodes, &n)
 		case "Pod":
 			var p v1.Pod
 			if err := json.Unmarshal(raw, &p); err != nil {
-				return Answer{}, fmt.Errorf("objects[%d]: %w", i, err)
+				return nil, fmt.Errorf("objects[%d]: %w", i, err)
 			}
 			pods = append(pods, &p)
 		case "PodGroup":
 			var g schedulingv1beta1.PodGroup
 			if err := json.Unmarshal(raw, &g); err != nil {
-				return Answer{}, fmt.Errorf("objects[%d]: %w", i, err)
+				return nil, fmt.Errorf("objects[%d]: %w", i, err)
 			}
 			if g.Spec.Queue == "" {
 				g.Spec.Queue = "default"
@@ -149,16 +162,27 @@ func evaluate(c Case) (Answer, error) {
 	ssn := framework.OpenSession(sc, tiers, configurations)
 	defer framework.CloseSession(ssn)
 
-	task, err := findTask(ssn, pods, c.Task)
-	if err != nil {
-		return Answer{}, err
+	out := make([]TaskAnswer, 0, len(keys))
+	for _, key := range keys {
+		task, err := findTask(ssn, pods, key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, answerTask(ssn, task))
 	}
-	ans := Answer{Nodes: map[string]NodeAnswer{}}
+	return out, nil
+}
+
+// answerTask is the allocate action's view of one task: PrePredicateFn, the predicate per node,
+// then PrioritizeNodes over the feasible nodes. Nothing is allocated, so the next task sees the
+// same session.
+func answerTask(ssn *framework.Session, task *api.TaskInfo) TaskAnswer {
+	ans := TaskAnswer{Nodes: map[string]NodeAnswer{}}
 	if err := ssn.PrePredicateFn(task); err != nil {
 		for _, n := range ssn.NodeList {
 			ans.Nodes[n.Name] = refusal(err)
 		}
-		return ans, nil
+		return ans
 	}
 	var feasible []*api.NodeInfo
 	for _, n := range ssn.NodeList {
@@ -179,7 +203,7 @@ func evaluate(c Case) (Answer, error) {
 			}
 		}
 	}
-	return ans, nil
+	return ans
 }
 
 // allocatePredicate is the allocate action's predicate (actions/allocate/allocate.go): the

@@ -1,6 +1,6 @@
 // Command volcano-oracle answers fidelity cases with Volcano's compiled predicates and node
 // order (package fidelity): one JSON Case per stdin line, one JSON Answer per stdout line, in
-// order, until stdin closes. tests/test_fidelity.py and bench/fidelity.py drive it.
+// order, until stdin closes. bench/fidelity.py drives it.
 package main
 
 import (
