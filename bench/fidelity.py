@@ -34,6 +34,18 @@ from typing import Any
 
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.mirror.conf import NODEORDER_DEFAULTS, PREDICATE_SWITCHES, to_proto
+from sidecar.mirror.explain import (
+    AFFINITY,
+    NODE_AFFINITY,
+    NODE_UNSCHEDULABLE,
+    POD_NUMBER,
+    SPREAD,
+    SPREAD_LABEL,
+    TAINT,
+    UNRESOLVABLE,
+    UNSCHEDULABLE,
+    reason_code,
+)
 from sidecar.service import Deadline, RepackService
 from sidecar.snapshot.kube import parse_quantity, snapshot_from_objects
 
@@ -421,22 +433,18 @@ def gen_conf(rng: random.Random) -> Conf:
 # -- the known differences (README "Known differences (Volcano v1.14.1)") ----------------------
 def known(check: str, volcano: dict[str, object], mirror: dict[str, object]) -> str | None:
     """The README difference a disagreement is, or None. Both are Volcano choosing at random
-    (Go map order) among answers the mirror fixes one of; neither changes feasibility or score."""
-    if check not in ("code", "reasons"):
+    (Go map order) among answers of which the mirror gives one; neither changes feasibility, the
+    failure code or a score, so only a ``reasons`` disagreement can be one."""
+    if check != "reasons":
         return None
     v = list(volcano.get("reasons") or [])  # type: ignore[call-overload]
     m = list(mirror.get("reasons") or [])  # type: ignore[call-overload]
-    if check == "reasons" and _one_scalar(v) and _one_scalar(m):
+    if _one_scalar(v) and _one_scalar(m):
         return (
             "which insufficient scalar is named: allocate names the first failing resource, and Volcano walks"
             " the scalars (pods among them) in Go map order"
         )
-    same_code = volcano.get("code") == mirror.get("code")
-    if (
-        check == "reasons"
-        and same_code
-        and (set(v) <= set(m) or set(m) <= set(v) or _both_node_only(v, m) or _both_first_unresolvable(volcano, v, m))
-    ):
+    if _map_order(v, m):
         return (
             "which reasons Volcano reports: v1.14.1 runs its filter plugins in Go map order and stops at the"
             " first UnschedulableAndUnresolvable, so the reasons vary from call to call"
@@ -450,21 +458,33 @@ def _one_scalar(reasons: list[str]) -> bool:
     return len(reasons) == 1 and reasons[0].startswith("Insufficient ") and reasons[0] not in base
 
 
-def _both_node_only(v: list[str], m: list[str]) -> bool:
-    return len(v) == len(m) == 1 and _node_only(v[0]) and _node_only(m[0])
+def _map_order(v: list[str], m: list[str]) -> bool:
+    """Could Volcano's reasons ``v`` be the mirror's ``m`` met in another filter order?
 
-
-def _both_first_unresolvable(volcano: dict[str, object], v: list[str], m: list[str]) -> bool:
-    """Each side stopped at one UnschedulableAndUnresolvable reason, met in its own order."""
-    return volcano.get("code") == 3 and len(v) == len(m) == 1
+    Volcano v1.14.1's predicates plugin (predicates.go Predicate) records the pod number check,
+    then runs the stable filters (NodeUnschedulable, NodeAffinity, TaintToleration) from a map,
+    each failure aborting, then the other filters (NodePorts, InterPodAffinity, PodTopologySpread)
+    from a map, recording Unschedulable failures and stopping at the first
+    UnschedulableAndUnresolvable. So without such an abort every failure is reported whatever the
+    order (the lists must be equal), and with one: both stopped at a stable filter, or Volcano
+    reported one abort and some of the other failures, each one the mirror also found or did not
+    reach (it stops at the pod's own required affinity, before PodTopologySpread)."""
+    if (POD_NUMBER in v) != (POD_NUMBER in m):
+        return False
+    v, m = [r for r in v if r != POD_NUMBER], [r for r in m if r != POD_NUMBER]
+    v_aborts = [r for r in v if reason_code(r) == UNRESOLVABLE]
+    if len(v_aborts) != 1:
+        return False
+    if any(map(_node_only, v + m)):
+        return len(v) == len(m) == 1 and _node_only(v[0]) and _node_only(m[0])
+    unreached = {SPREAD, SPREAD_LABEL} if AFFINITY in m else set()
+    return set(v) <= set(m) | unreached and all(reason_code(r) == UNSCHEDULABLE for r in set(m) - set(v) - {AFFINITY})
 
 
 def _node_only(reason: str) -> bool:
     """A reason of one of Volcano v1.14.1's stable filter plugins (NodeUnschedulable, NodeAffinity,
     TaintToleration: predicates.go StableFilterPlugins, a map), each aborting the node."""
-    return reason in ("node(s) were unschedulable", "node(s) didn't match Pod's node affinity/selector") or (
-        reason.startswith("node(s) had untolerated taint {")
-    )
+    return reason in (NODE_UNSCHEDULABLE, NODE_AFFINITY) or reason.startswith(TAINT.split("{", 1)[0])
 
 
 # -- the comparison ------------------------------------------------------------------------------

@@ -77,3 +77,19 @@ def test_known_differences_are_recognised_by_shape() -> None:
     assert F.known("score", v, m) is None and F.known("feasibility", v, m) is None
     m = {"feasible": False, "code": 2, "reasons": ["node(s) pod number exceeded"]}
     assert F.known("code", v, m) is None
+    # without an UnschedulableAndUnresolvable failure Volcano reports every failure, in any order
+    ports, anti = (
+        "node(s) didn't have free ports for the requested pod ports",
+        "node(s) didn't match pod anti-affinity rules",
+    )
+    v = {"feasible": False, "code": 2, "reasons": [ports]}
+    m = {"feasible": False, "code": 2, "reasons": [anti, ports]}
+    assert F.known("reasons", v, m) is None
+    # with one, Volcano may stop before a failure the mirror reports, or reach one the mirror did not
+    label = "node(s) didn't match pod topology spread constraints (missing required label)"
+    affinity = "node(s) didn't match pod affinity rules"
+    v = {"feasible": False, "code": 3, "reasons": [label]}
+    assert F.known("reasons", v, {"feasible": False, "code": 3, "reasons": [anti, label]}) is not None
+    assert F.known("reasons", v, {"feasible": False, "code": 3, "reasons": [affinity]}) is not None
+    v = {"feasible": False, "code": 3, "reasons": [affinity]}
+    assert F.known("reasons", v, {"feasible": False, "code": 3, "reasons": [label]}) is None
