@@ -105,6 +105,45 @@ def test_the_sessions_own_pdb_wins() -> None:
     assert _plan(service).status.plan == _plan(unguarded).status.plan
 
 
+def test_publish_and_supplement_waiting_on_a_busy_budget_both_go_through() -> None:
+    """One lock order (the memory budget, then publishing): a publish and a Supplement that both
+    wait while the budget is held each go through once it is free. In the opposite orders they took
+    before, each held what the other waited for, until one failed Overloaded."""
+    from sidecar.service.limits import MIB, ServiceLimits, snapshot_cost
+
+    snap = _without_pdbs()
+    cost = snapshot_cost(snap)
+    limits = ServiceLimits(memory_budget_mib=1.5 * cost / MIB, admission_wait_seconds=3.0)  # one at a time
+    service = RepackService(limits)
+    service.publish("latest", snap, Deadline(30))
+    budget = service._budget
+    assert budget is not None
+    errors: list[BaseException] = []
+
+    def run(call: Callable[[], object]) -> threading.Thread:
+        def target() -> None:
+            try:
+                call()
+            except BaseException as exc:  # reported by the assertion below
+                errors.append(exc)
+
+        thread = threading.Thread(target=target)
+        thread.start()
+        return thread
+
+    with budget.admit(budget.total):  # the budget is busy while both arrive
+        threads = [run(lambda: service.publish("latest", snap, Deadline(30)))]
+        time.sleep(0.2)
+        request = service_pb2.SupplementRequest(pdbs=[training_pdb(0)])
+        threads.append(run(lambda: service.supplement(request, Deadline(30))))
+        time.sleep(0.2)
+    for thread in threads:
+        thread.join(20)
+    assert not errors, errors
+    assert not any(t.is_alive() for t in threads)
+    assert TRAINING_GROUP not in moved(_plan(service).status)  # the supplement's PDB is in latest
+
+
 def test_supplement_without_latest_updates_nothing() -> None:
     answer = RepackService().supplement(
         service_pb2.SupplementRequest(namespaces=[snapshot_pb2.Namespace(name="a")]), Deadline(5)

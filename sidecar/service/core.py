@@ -56,7 +56,8 @@ class RepackService:
         self._sessions = sessions or SessionCache(limits.max_sessions, limits.session_ttl_seconds)
         self._observer = observer or Observer()
         self._sources = Sources(limits, self._sessions, self._observer)
-        #: publish and supplement, one at a time: a re-publish never overwrites a newer session
+        #: publish and supplement, one at a time: a re-publish never overwrites a newer session.
+        #: Lock order: the memory budget (``_admit``) first, then this.
         self._publishing = threading.Lock()
         self._supplement = snapshot_pb2.Snapshot()
         self._published: dict[str, _Published] = {}
@@ -187,18 +188,25 @@ class RepackService:
             if not ns.name:
                 raise InputError(f"namespaces[{i}].name", "missing")
         validate_pdbs(supplement.pdbs)  # refused now, not at every later publish of ``latest``
-        updated = False
-        with self._publishing:
-            current, published = self._sessions.get(LATEST), self._published.get(LATEST)
-            if current is not None and published is not None:
-                # decoded before it is kept: a supplement the decoder rejects changes nothing
-                with self._admit(snapshot_cost(published.snapshot), deadline):
+        while True:
+            # The memory budget is taken before ``_publishing``, as ``publish`` takes them: in the
+            # other order each would hold what the other waits for. So the cost is that of the
+            # ``latest`` seen before the lock; if a publish replaced it meanwhile, admit again.
+            with self._publishing:
+                seen = self._published.get(LATEST)
+            with self._admit(None if seen is None else snapshot_cost(seen.snapshot), deadline), self._publishing:
+                current, published = self._sessions.get(LATEST), self._published.get(LATEST)
+                if published is not seen:
+                    continue
+                updated = current is not None and published is not None
+                if current is not None and published is not None:
+                    # decoded before it is kept: a supplement the decoder rejects changes nothing
                     state = self._sources.decode(merged(published.snapshot, supplement), deadline)
-                self._sessions.publish(LATEST, state, published.ttl, opened_at=current.opened_at)
-                updated = True
-            else:
-                self._published.pop(LATEST, None)
-            self._supplement = supplement
+                    self._sessions.publish(LATEST, state, published.ttl, opened_at=current.opened_at)
+                else:
+                    self._published.pop(LATEST, None)
+                self._supplement = supplement
+                break
         return service_pb2.SupplementResponse(
             namespace_count=len(supplement.namespaces), pdb_count=len(supplement.pdbs), latest_updated=updated
         )
