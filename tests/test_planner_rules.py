@@ -196,6 +196,25 @@ def test_budgets_are_hard_limits() -> None:
     assert four_cards.plan.summary.moved_card_count == 4 and four_cards.plan.summary.freed_node_count == 2
 
 
+@pytest.mark.parametrize("budget", [{"podGroups": 0}, {"resources": {GPU: 0}}], ids=["podGroups", "resources"])
+def test_a_zero_budget_moves_nothing_and_explains_every_candidate(budget: dict) -> None:  # type: ignore[type-arg]
+    """An explicit 0 is "none may move", as Kubernetes reads a PDB's maxUnavailable: 0 (issue 25 item 3)."""
+    c = Cluster()
+    for n in ("a", "b", "c", "r"):
+        c.node(n)
+    c.pod("anchor", "r", 1, scheduler="x")
+    for n, group in (("a", "ga"), ("b", "gb"), ("c", "gc")):
+        c.group(group, 1).pod(f"{group}-0", n, 2, group=group)
+    status = plan(c, maxPerRun=budget)
+    summary = status.plan.summary
+    assert (summary.freed_node_count, summary.moved_card_count, list(status.plan.moves)) == (0, 0, [])
+    assert summary.frag_before_percent == summary.frag_after_percent > 0  # the fragmentation is reported
+    for node in ("a", "b", "c"):
+        assert explanation(status, node)[0] == "Budget", node
+    (done,) = [cond for cond in status.conditions if cond.type == "Complete"]
+    assert done.reason == "InsufficientImprovement"
+
+
 def test_pod_disruption_budget_limits_evictions() -> None:
     c = two_half_nodes()
     c.snap.tasks[0].profile.labels["app"] = "a"
@@ -224,7 +243,7 @@ def test_plan_is_deterministic() -> None:
         ({"goals": [{"resource": GPU}, {"resource": "x.io/npu"}]}, "spec.goals"),
         ({"goals": [{"resource": "cpu"}]}, "spec.goals[0].resource"),
         ({"goals": [{"resource": GPU, "minFragImprovementPercent": 120}]}, "spec.goals[0].minFragImprovementPercent"),
-        ({"maxPerRun": {"podGroups": 0}}, "spec.maxPerRun.podGroups"),
+        ({"maxPerRun": {"podGroups": -1}}, "spec.maxPerRun.podGroups"),
         ({"maxPerRun": {"resources": {"x.io/other": 2}}}, 'spec.maxPerRun.resources["x.io/other"]'),
         ({"maxPerRun": {"resources": {GPU: -1}}}, f'spec.maxPerRun.resources["{GPU}"]'),
         ({"scope": {"podGroups": {"include": {"names": ["no-namespace"]}}}}, "spec.scope.podGroups.include.names[0]"),

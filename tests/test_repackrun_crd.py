@@ -229,7 +229,7 @@ def test_kubectl_explain_describes_the_status_journal(kubeconfig: Path) -> None:
     for field in ("phase", "observedGeneration", "startTime", "completionTime", "conditions", "plan"):
         assert f"  {field}\t" in status, field
     budget = kubectl(kubeconfig, "explain", "repackrun.spec.maxPerRun.podGroups").stdout
-    assert "0 is rejected" in " ".join(budget.split())  # kubectl wraps descriptions
+    assert "0: nothing may move" in " ".join(budget.split())  # kubectl wraps descriptions
 
 
 _IN = {"key": "repack.volcano.sh/protected", "operator": "In"}
@@ -246,10 +246,10 @@ INVALID = [
      "must be an extended resource name"),
     ("percent-101", {"goals": [{"resource": NPU, "minFragImprovementPercent": 101}]},
      "spec.goals[0].minFragImprovementPercent", "should be less than or equal to 100"),
-    ("pod-groups-0", {"maxPerRun": {"podGroups": 0}}, "spec.maxPerRun.podGroups",
-     "should be greater than or equal to 1"),
-    ("resources-value-0", {"maxPerRun": {"resources": {NPU: 0}}}, f"spec.maxPerRun.resources.{NPU}",
-     "should be greater than 0"),
+    ("pod-groups-negative", {"maxPerRun": {"podGroups": -1}}, "spec.maxPerRun.podGroups",
+     "should be greater than or equal to 0"),
+    ("resources-value-negative", {"maxPerRun": {"resources": {NPU: -1}}}, f"spec.maxPerRun.resources.{NPU}",
+     "should be greater than or equal to 0"),
     ("wrong-budget-key", {"maxPerRun": {"resources": {"nvidia.com/gpu": 2}}}, "spec.maxPerRun.resources",
      "may only budget the goal resource"),
     ("in-without-values", {"scope": {"podGroups": {"exclude": {"selector": {"matchExpressions": [_IN]}}}}},

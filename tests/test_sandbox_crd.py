@@ -105,16 +105,17 @@ def test_guide_run_validates_clean_and_gets_the_guide_weights() -> None:
             'Invalid value: "string": spec.ttlSecondsAfterFinished in body must be of type integer: "string"',
         ),
         (
-            {"maxPerRun": {"podGroups": 0}},
+            {"maxPerRun": {"podGroups": -1}},
             "FieldValueInvalid",
             "spec.maxPerRun.podGroups",
-            "Invalid value: 0: spec.maxPerRun.podGroups in body should be greater than or equal to 1",
+            "Invalid value: -1: spec.maxPerRun.podGroups in body should be greater than or equal to 0",
         ),
         (
-            {"maxPerRun": {"resources": {"huawei.com/ascend-1980": 0}}},
+            {"maxPerRun": {"resources": {"huawei.com/ascend-1980": -1}}},
             "FieldValueInvalid",
             "spec.maxPerRun.resources.huawei.com/ascend-1980",
-            "Invalid value: 0: spec.maxPerRun.resources.huawei.com/ascend-1980 in body should be greater than 0",
+            "Invalid value: -1: spec.maxPerRun.resources.huawei.com/ascend-1980 in body"
+            " should be greater than or equal to 0",
         ),
         (
             {"goals": []},
@@ -574,7 +575,7 @@ _specs = st.fixed_dictionaries(
         ),
         "maxPerRun": st.fixed_dictionaries(
             {},
-            optional={"podGroups": st.integers(1, 2**31 - 1), "resources": st.floats(0.5, 64)},
+            optional={"podGroups": st.integers(0, 2**31 - 1), "resources": st.floats(0, 64)},
         ),
         "ttlSecondsAfterFinished": st.integers(0, 10**9),
         "planner": st.fixed_dictionaries({}, optional={"movedPodsWeight": st.floats(0, 10)}),

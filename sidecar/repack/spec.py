@@ -74,12 +74,14 @@ def validate(spec: spec_pb2.RepackSpec, path: str = "spec") -> RunSpec:
     max_pg: int | None = None
     if spec.max_per_run.HasField("pod_groups"):
         max_pg = spec.max_per_run.pod_groups
-        if max_pg < 1:
-            raise InputError(f"{path}.maxPerRun.podGroups", f"must be at least 1, got {max_pg}")
+        if max_pg < 0:
+            raise InputError(f"{path}.maxPerRun.podGroups", f"must not be negative (0: nothing may move), got {max_pg}")
     max_res: float | None = None
     for name, value in sorted(spec.max_per_run.resources.items()):
-        if not math.isfinite(value) or value <= 0:
-            raise InputError(f'{path}.maxPerRun.resources["{name}"]', f"must be positive, got {value}")
+        if not math.isfinite(value) or value < 0:
+            raise InputError(
+                f'{path}.maxPerRun.resources["{name}"]', f"must not be negative (0: nothing may move), got {value}"
+            )
         if name == goal.resource:
             max_res = to_volcano_units(name, value)
             if max_res >= MAX_QUANTITY:
