@@ -1,6 +1,7 @@
-"""A goal resource no node provides is bad input for Plan, exactly as it is for Evaluate: the
-snapshot decides, so the rule runs once it is decoded (sidecar.repack.spec.require_provided_goal),
-and every front door answers it the same way."""
+"""A goal resource no node provides is bad input for Plan (there is nothing to free): the snapshot
+decides, so the rule runs once it is decoded (sidecar.repack.spec.require_provided_goal), and every
+front door answers it the same way. Evaluate answers it instead (issue 25 item 4): a dashboard
+polling several pools must not fail because one is scaled to zero."""
 
 from __future__ import annotations
 
@@ -37,15 +38,31 @@ def test_plan_rejects_a_goal_only_pods_request() -> None:
     assert err.value.field == "spec.goals[0].resource"
 
 
-def test_plan_service_and_evaluate_agree_on_the_wording() -> None:
+def test_plan_refuses_what_evaluate_answers_with_zeros_and_a_message() -> None:
     service = RepackService()
     snap = load_snapshot(GUIDE)
     with pytest.raises(InputError) as planned:
         service.plan(service_pb2.PlanRequest(snapshot=snap, spec=spec(GPU)), Deadline.none())
-    with pytest.raises(InputError) as evaluated:
-        service.evaluate(service_pb2.EvaluateRequest(snapshot=snap, resources=[GPU]), Deadline.none())
-    assert planned.value.field == "spec.goals[0].resource" and evaluated.value.field == "resources[0]"
-    assert str(planned.value).split(": ", 1)[1] == str(evaluated.value).split(": ", 1)[1] == WHY
+    assert planned.value.field == "spec.goals[0].resource"
+    request = service_pb2.EvaluateRequest(snapshot=snap, resources=[GPU, "huawei.com/ascend-1980"])
+    gpu, npu = service.evaluate(request, Deadline.none()).resources
+    assert (gpu.resource, gpu.providing_nodes, gpu.occupied_nodes, gpu.fragmentation_percent) == (GPU, 0, 0, 0.0)
+    assert gpu.message == f'no node provides "{GPU}": nothing to fragment'
+    assert npu.providing_nodes == 3 and npu.message == ""  # the other pool answered as usual
+
+
+def test_evaluate_cli_shows_the_message(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["evaluate", "--snapshot", GUIDE, "--resource", GPU]) == 0
+    out = capsys.readouterr().out
+    assert "MESSAGE" in out.splitlines()[0] and f'no node provides "{GPU}"' in out
+
+
+def test_evaluate_refuses_a_resource_that_is_no_goal() -> None:
+    with pytest.raises(InputError) as err:
+        RepackService().evaluate(
+            service_pb2.EvaluateRequest(snapshot=load_snapshot(GUIDE), resources=["cpu"]), Deadline.none()
+        )
+    assert err.value.field == "resources[0]" and '"cpu" is not an extended resource' in str(err.value)
 
 
 def test_plan_cli_exits_2_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

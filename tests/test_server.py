@@ -76,9 +76,9 @@ BAD_REQUESTS = [
     ("missing name", lambda: service_pb2.EvaluateRequest(snapshot=snapshot([node("")], [])), "nodes[0].name: missing"),
     ("no source", lambda: service_pb2.EvaluateRequest(), "source: set either snapshot or session_id"),
     (
-        "unknown resource",
-        lambda: service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes(), resources=["x.io/npu"]),
-        'resources[0]: no node provides scalar resource "x.io/npu"',
+        "not an extended resource",
+        lambda: service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes(), resources=["memory"]),
+        'resources[0]: "memory" is not an extended resource (GPUs, NPUs, ...)',
     ),
 ]
 

@@ -38,6 +38,9 @@ def fragmentation_table(response: service_pb2.EvaluateResponse, *, headers: bool
         for f in response.resources
     ]
     header = ["RESOURCE", "PROVIDING", "OCCUPIED", "MINIMUM", "FRAGMENTATION", "ALLOCATED"]
+    if any(f.message for f in response.resources):  # e.g. a resource no node provides
+        header.append("MESSAGE")
+        rows = [[*row, f.message] for row, f in zip(rows, response.resources, strict=True)]
     return table(rows, header, headers=headers)
 
 

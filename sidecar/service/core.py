@@ -31,6 +31,7 @@ from sidecar.service.observer import Observer
 from sidecar.service.sessions import Session, SessionCache
 from sidecar.service.sources import CheckRequest, SourceRequest, Sources, subject
 from sidecar.service.supplement import merged
+from sidecar.snapshot.units import is_goal_resource
 from sidecar.snapshot.validation import validate_pdbs
 
 
@@ -86,15 +87,18 @@ class RepackService:
         for i, name in enumerate(names):
             if not name:
                 raise InputError(f"resources[{i}]", "empty resource name")
-            if name not in goals:
-                raise InputError(f"resources[{i}]", f'no node provides scalar resource "{name}"')
+            if not is_goal_resource(name):
+                raise InputError(f"resources[{i}]", f'"{name}" is not an extended resource (GPUs, NPUs, ...)')
             if name in names[:i]:  # each would be evaluated again: a small request, unbounded work
                 raise InputError(
                     f"resources[{i}]", f'duplicate resource "{name}" (first at resources[{names.index(name)}])'
                 )
         out = service_pb2.EvaluateResponse()
         for name in names or goals:
-            out.resources.append(fragmentation_message(fragmentation(state, name)))
+            answer = fragmentation_message(fragmentation(state, name))
+            if name not in goals:  # a pool scaled to zero: an answer, so a dashboard polling many goes on
+                answer.message = f'no node provides "{name}": nothing to fragment'
+            out.resources.append(answer)
             deadline.check(f"evaluating {name}")
         return out
 

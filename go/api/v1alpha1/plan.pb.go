@@ -40,8 +40,10 @@ type Fragmentation struct {
 	// How the minimum was obtained: "divisible-exact" or "lower-bound".
 	MinMethod string `protobuf:"bytes,7,opt,name=min_method,json=minMethod,proto3" json:"min_method,omitempty"`
 	// Sum of allocated requests and of allocatable, in the resource's own units (cards).
-	Allocated     float64 `protobuf:"fixed64,8,opt,name=allocated,proto3" json:"allocated,omitempty"`
-	Allocatable   float64 `protobuf:"fixed64,9,opt,name=allocatable,proto3" json:"allocatable,omitempty"`
+	Allocated   float64 `protobuf:"fixed64,8,opt,name=allocated,proto3" json:"allocated,omitempty"`
+	Allocatable float64 `protobuf:"fixed64,9,opt,name=allocatable,proto3" json:"allocatable,omitempty"`
+	// Set when the figures need a word: e.g. no node provides the resource (every count 0).
+	Message       string `protobuf:"bytes,10,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -137,6 +139,13 @@ func (x *Fragmentation) GetAllocatable() float64 {
 		return x.Allocatable
 	}
 	return 0
+}
+
+func (x *Fragmentation) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 type RepackStatus struct {
@@ -856,7 +865,7 @@ var File_volcano_repack_v1alpha1_plan_proto protoreflect.FileDescriptor
 
 const file_volcano_repack_v1alpha1_plan_proto_rawDesc = "" +
 	"\n" +
-	"\"volcano/repack/v1alpha1/plan.proto\x12\x17volcano.repack.v1alpha1\"\xda\x02\n" +
+	"\"volcano/repack/v1alpha1/plan.proto\x12\x17volcano.repack.v1alpha1\"\xf4\x02\n" +
 	"\rFragmentation\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12'\n" +
 	"\x0fproviding_nodes\x18\x02 \x01(\x05R\x0eprovidingNodes\x12%\n" +
@@ -867,7 +876,9 @@ const file_volcano_repack_v1alpha1_plan_proto_rawDesc = "" +
 	"\n" +
 	"min_method\x18\a \x01(\tR\tminMethod\x12\x1c\n" +
 	"\tallocated\x18\b \x01(\x01R\tallocated\x12 \n" +
-	"\vallocatable\x18\t \x01(\x01R\vallocatable\"\x9b\x01\n" +
+	"\vallocatable\x18\t \x01(\x01R\vallocatable\x12\x18\n" +
+	"\amessage\x18\n" +
+	" \x01(\tR\amessage\"\x9b\x01\n" +
 	"\fRepackStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x121\n" +
 	"\x04plan\x18\x02 \x01(\v2\x1d.volcano.repack.v1alpha1.PlanR\x04plan\x12B\n" +

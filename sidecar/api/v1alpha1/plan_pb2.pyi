@@ -7,7 +7,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Fragmentation(_message.Message):
-    __slots__ = ("resource", "providing_nodes", "occupied_nodes", "min_occupied_nodes", "fragmentation_percent", "min_exact", "min_method", "allocated", "allocatable")
+    __slots__ = ("resource", "providing_nodes", "occupied_nodes", "min_occupied_nodes", "fragmentation_percent", "min_exact", "min_method", "allocated", "allocatable", "message")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     PROVIDING_NODES_FIELD_NUMBER: _ClassVar[int]
     OCCUPIED_NODES_FIELD_NUMBER: _ClassVar[int]
@@ -17,6 +17,7 @@ class Fragmentation(_message.Message):
     MIN_METHOD_FIELD_NUMBER: _ClassVar[int]
     ALLOCATED_FIELD_NUMBER: _ClassVar[int]
     ALLOCATABLE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
     resource: str
     providing_nodes: int
     occupied_nodes: int
@@ -26,7 +27,8 @@ class Fragmentation(_message.Message):
     min_method: str
     allocated: float
     allocatable: float
-    def __init__(self, resource: _Optional[str] = ..., providing_nodes: _Optional[int] = ..., occupied_nodes: _Optional[int] = ..., min_occupied_nodes: _Optional[int] = ..., fragmentation_percent: _Optional[float] = ..., min_exact: _Optional[bool] = ..., min_method: _Optional[str] = ..., allocated: _Optional[float] = ..., allocatable: _Optional[float] = ...) -> None: ...
+    message: str
+    def __init__(self, resource: _Optional[str] = ..., providing_nodes: _Optional[int] = ..., occupied_nodes: _Optional[int] = ..., min_occupied_nodes: _Optional[int] = ..., fragmentation_percent: _Optional[float] = ..., min_exact: _Optional[bool] = ..., min_method: _Optional[str] = ..., allocated: _Optional[float] = ..., allocatable: _Optional[float] = ..., message: _Optional[str] = ...) -> None: ...
 
 class RepackStatus(_message.Message):
     __slots__ = ("phase", "plan", "conditions")
