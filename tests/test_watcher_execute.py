@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
+from structlog.testing import capture_logs
 
 from sidecar.snapshot.kube import GROUP_NAME
 from sidecar.watcher.cluster import read_cluster
@@ -206,7 +208,9 @@ def test_serial_admission_cooldown_and_a_replan_with_nothing_to_do(tmp_path: Pat
         )
         assert waiting["message"] == f"cooldown after RepackRun first ends at {ends}"
         writes = len(box.server.audit.records("update", "repackruns"))
-        assert rec.reconcile(second) == "Pending"  # still held: nothing new to write
+        with capture_logs() as logs:
+            assert rec.reconcile(second) == "Pending"  # still held: nothing new to write, log or announce
+        assert not [e for e in logs if e["event"] == "repackrun held"], logs
         assert len(box.server.audit.records("update", "repackruns")) == writes
         clock.advance(121)
         assert rec.reconcile(box.run("second")) == "Succeeded"  # admitted, replanned: nothing left to move
@@ -219,6 +223,16 @@ def test_serial_admission_cooldown_and_a_replan_with_nothing_to_do(tmp_path: Pat
         box.create_run(execute_run("third"))
         assert rec.reconcile(box.run("third")) == "Succeeded"
         assert box.evictions() == {WORKER0: 1, WORKER1: 1}
+        # an Event on each transition, none while nothing changes (issue 25 item 7)
+        events = client.CoreV1Api(box.api).list_namespaced_event("default").items
+        said = sorted((e.reason, e.message, e.count) for e in events if e.involved_object.name == "second")
+        assert said == [
+            ("AnotherRunActive", "held: RepackRun first is executing; Execute runs one at a time", 1),
+            ("AnotherRunActive", "held: RepackRun first was created earlier and executes first", 1),
+            ("ExecuteCooldownActive", f"held: cooldown after RepackRun first ends at {ends}", 1),
+            ("NoFragmentation", said[3][1], 1),
+            ("Released", "no longer held (ExecuteCooldownActive): admitting", 1),
+        ]
 
 
 def serving_scope() -> dict[str, Any]:

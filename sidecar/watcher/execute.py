@@ -144,12 +144,11 @@ class ExecuteReconciler:
 
     def _admit(self, run: Obj, spec: spec_pb2.RepackSpec, now: datetime) -> Obj | None:
         held = hold(run, self._runs(), now, self.options.cooldown)
+        waiting = condition(run.get("status") or {}, "Waiting") or {}
         if held is not None:
-            log.info("repackrun held", run=run["metadata"]["name"], reason=held.reason, message=held.message)
-            waiting = condition(run.get("status") or {}, "Waiting") or {}
             same = (waiting.get("status"), waiting.get("reason"), waiting.get("message"))
             if phase_of(run) == "Pending" and same == ("True", held.reason, held.message):
-                return run
+                return run  # still held the same way: nothing to write, log or announce
 
             def wait(cur: Obj) -> Obj | None:
                 if not _pending(cur):
@@ -158,8 +157,15 @@ class ExecuteReconciler:
                 set_condition(status, "Waiting", "True", held.reason, held.message, now)
                 return status
 
-            return self._writer.write(run, wait, "waiting")
+            log.info("repackrun held", run=run["metadata"]["name"], reason=held.reason, message=held.message)
+            written = self._writer.write(run, wait, "waiting")
+            if written is not None:
+                self._writer.event(written, held.reason, f"held: {held.message}")
+            return written
         name = run["metadata"]["name"]
+        if waiting.get("status") == "True":  # held until now: say so once, whatever admission brings
+            log.info("repackrun released", run=name, was=waiting.get("reason"))
+            self._writer.event(run, "Released", f"no longer held ({waiting.get('reason')}): admitting")
         try:
             planned = plan_run(
                 self._planner, spec, lambda: self._snapshot(name), max_age=self._session_max_age, run=name
