@@ -23,6 +23,9 @@ def test_with_the_placement_gate_the_guide_cluster_is_repacked_and_step7_binds_o
     assert "result: frag 0%, freed 1 ['ascend-node-01'], moved 2, verified True" in out
     assert re.search(r"ascend-node-01\s+0/4\s+-", out), "the freed node holds no NPU pod"
     assert "ascend-large-training bound on ascend-node-01" in out
+    # the guide's Step 7 job does not fit its own example: the demo says what it runs instead
+    assert "The guide writes 2 workers x 4 NPUs, which one freed 4-NPU node" in out
+    assert "so the demo halves each worker" in out
     assert out.rstrip().endswith("The freed node took the whole job.")
 
 

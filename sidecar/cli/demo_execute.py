@@ -263,8 +263,9 @@ def _step7(
     sandbox: ApiServer, core: client.CoreV1Api, narrator: Narrator, freed: set[str], out: Callable[[str], None]
 ) -> int:
     narrator.say(
-        f"Step 7: submit {STEP7} (2 workers x {WORKER_NPUS} NPUs, admitted together: "
-        "a whole node, which no node had free before)"
+        f"Step 7: submit {STEP7} as 2 workers x {WORKER_NPUS} NPUs, admitted together: a whole node, which no "
+        f"node had free before. The guide writes 2 workers x 4 NPUs, which one freed {2 * WORKER_NPUS}-NPU "
+        "node of its own example cannot hold (its gang would stay unschedulable), so the demo halves each worker"
     )
     sandbox.load(step7_job())
     names = {f"{STEP7}-worker-{i}" for i in range(2)}
