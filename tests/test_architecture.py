@@ -3,7 +3,7 @@
 Every ``import`` in ``sidecar/`` — including imports inside functions, which lazy front doors use
 — is read with ``ast`` and checked against the layer order
 
-    api, base (errors, dispatch, logs) < snapshot < mirror < repack < scenarios | service
+    api, base (errors, dispatch, logs, wording) < snapshot < mirror < repack < scenarios | service
     < server | client | watcher | sandbox < cli < __main__
 
 A module may import its own package and any lower layer, never a higher one or a peer of its
@@ -23,7 +23,7 @@ GENERATED = ROOT / "api" / "v1alpha1"
 
 LAYERS: list[set[str]] = [
     {"api"},
-    {"errors", "dispatch", "logs", "metricsport"},
+    {"errors", "dispatch", "logs", "metricsport", "wording"},
     {"snapshot"},
     {"mirror"},
     {"repack"},

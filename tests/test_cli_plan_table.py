@@ -35,12 +35,15 @@ def plan_output(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 def test_the_guide_plan_reads_top_down(capsys: pytest.CaptureFixture[str]) -> None:
     out = plan_output(capsys, "--snapshot", GUIDE, "--run", GUIDE_RUN)
     lines = out.splitlines()
-    assert lines[0].startswith("Result: RepackRecommended — freeing 1 node(s)")
+    assert lines[0] == (
+        "Result: RepackRecommended — freeing 1 node lowers huawei.com/ascend-1980 fragmentation"
+        " 33.3% -> 0% (33.3 points)"
+    )
     assert lines[1] == (
         "Fragmentation: huawei.com/ascend-1980 33.3% -> 0% (occupied nodes 3 -> 2, minimum 2, 3 nodes provide it)"
     )
     assert lines[2:4] == ["Freed nodes: 1", "  ascend-node-01"]
-    assert lines[4] == "Moves: 2 pods, 2 cards; 1 PodGroups disturbed (1 below MinAvailable, 1 workloads affected)"
+    assert lines[4] == "Moves: 2 pods, 2 cards; 1 PodGroup disturbed (1 below MinAvailable, 1 workload affected)"
     moves = out.split("Moves by source node (1 nodes emptied):\n")[1].split("\n\n")[0].splitlines()
     assert moves[0].split() == ["FROM", "POD", "TO", "CARDS", "PODGROUP", "OWNER"]
     assert moves[1].split()[:3] == ["ascend-node-01", "ascend-batch-training-worker-0", "ascend-node-02"]

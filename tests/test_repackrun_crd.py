@@ -112,7 +112,7 @@ def kubeconfig(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
         return server.kubeconfig(tmp_path / "kubeconfig")
     cluster: RealCluster = request.getfixturevalue("real_cluster")
     cluster.kubectl("apply", "-f", str(CRD))
-    cluster.kubectl("wait", "--for=condition=Established", "crd/repackruns.repack.volcano.sh")
+    cluster.wait_established("repackruns.repack.volcano.sh")
     cluster.kubectl("delete", "repackruns", "--all", "--wait=true")
     return cluster.kubeconfig
 
@@ -244,6 +244,11 @@ INVALID = [
      "must be an extended resource name"),
     ("kubernetes-io-resource", {"goals": [{"resource": "kubernetes.io/batch"}]}, "spec.goals[0].resource",
      "must be an extended resource name"),
+    # what is expected, not a raw regex (issue 25 item 16)
+    ("resource-with-a-space", {"goals": [{"resource": "nvidia.com/GPU card"}]}, "spec.goals[0].resource",
+     "must be an extended resource name: a lowercase domain outside kubernetes.io"),
+    ("resource-capital-domain", {"goals": [{"resource": "NVIDIA.com/gpu"}]}, "spec.goals[0].resource",
+     "e.g. huawei.com/ascend-1980"),
     ("percent-101", {"goals": [{"resource": NPU, "minFragImprovementPercent": 101}]},
      "spec.goals[0].minFragImprovementPercent", "should be less than or equal to 100"),
     ("pod-groups-negative", {"maxPerRun": {"podGroups": -1}}, "spec.maxPerRun.podGroups",
@@ -263,7 +268,9 @@ INVALID = [
         {"key": "a", "operator": "Gt", "values": ["1"]}]}}}}},
      "spec.scope.nodes.include.selector.matchExpressions[0].operator", 'Unsupported value: "Gt"'),
     ("pod-group-without-namespace", {"scope": {"podGroups": {"include": {"names": ["training-pg"]}}}},
-     "spec.scope.podGroups.include.names[0]", "should match"),
+     "spec.scope.podGroups.include.names[0]", "must be namespace/name, both lowercase DNS names"),
+    ("node-name-with-capitals", {"scope": {"nodes": {"exclude": {"names": ["Node_1"]}}}},
+     "spec.scope.nodes.exclude.names[0]", "must be a node name, a lowercase DNS name"),
     ("negative-grace", {"eviction": {"gracePeriodSeconds": -1}}, "spec.eviction.gracePeriodSeconds",
      "should be greater than or equal to 0"),
     ("negative-ttl", {"ttlSecondsAfterFinished": -1}, "spec.ttlSecondsAfterFinished",
@@ -282,6 +289,7 @@ def test_each_invalid_spec_is_refused_naming_the_field(
     status = json.loads(exc.value.body)
     assert status["reason"] == "Invalid" and status["details"]["kind"] == "RepackRun"
     assert any(c["field"] == field and message in c["message"] for c in status["details"]["causes"]), status
+    assert "should match '^" not in status["message"], status  # a person is told what is expected, not a regex
     assert status["message"].startswith('RepackRun.repack.volcano.sh "bad" is invalid: ') and field in status["message"]
     # kubectl as a user runs it: refused, the field and the problem named
     refused = kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(body), check=False)

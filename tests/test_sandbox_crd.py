@@ -250,7 +250,7 @@ def _obj_schema(**props: Any) -> dict[str, Any]:
             "additionalProperties",
         ),
         (_obj_schema(x={"type": "string", "$ref": "#/x"}), "properties[x].$ref"),
-        (_obj_schema(x={"type": "string", "x-kubernetes-validations": [{"rule": "self.matches('a')"}]}), ".rule"),
+        (_obj_schema(x={"type": "string", "x-kubernetes-validations": [{"rule": "self.lowerAscii() == ''"}]}), ".rule"),
         (_obj_schema(x={"type": "string", "x-kubernetes-validations": [{"rule": "self.size() > 1"}]}), ".rule"),
         (_obj_schema(x={"type": "integer", "x-kubernetes-validations": [{"rule": "self + 1 > 2"}]}), ".rule"),
         (_obj_schema(x={"type": "integer", "x-kubernetes-validations": [{"rule": "k == 1"}]}), ".rule"),
@@ -336,6 +336,9 @@ def test_bad_names_and_versions_are_refused() -> None:
         ("self.rows.all(r, !has(r.values) || size(r.values) > 0)", {"rows": [{"values": []}]}, False),
         # string functions
         ("self.name.startsWith('requests.')", {"name": "requests.a/b"}, True),
+        ("self.name.matches('^[a-z]+/[a-z]+$')", {"name": "nvidia/gpu"}, True),
+        ("self.name.matches('^[a-z]+/[a-z]+$')", {"name": "nvidia/GPU"}, False),
+        ("self.name.matches('g[pP]u')", {"name": "nvidia.com/gPu-x"}, True),  # a partial match, as RE2's
         ("self.name.endsWith('/gpu') && !self.name.contains('kubernetes.io/')", {"name": "nvidia.com/gpu"}, True),
         # && and || are commutative over errors: the deciding side wins over a missing key on the other
         ("self.a == 1 || true", {}, True),

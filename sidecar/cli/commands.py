@@ -15,6 +15,7 @@ from sidecar.cli.failures import rpc_failure, say
 from sidecar.errors import InputError
 from sidecar.scenarios.synth import SynthOptions
 from sidecar.watcher.args import watch_options
+from sidecar.wording import count
 
 T = TypeVar("T")
 
@@ -51,7 +52,8 @@ def cmd_synth(ns: argparse.Namespace) -> int:
             cpu_pods_per_node=ns.cpu_pods_per_node,
         )
     )
-    summary = f"{len(snap.nodes)} nodes, {len(snap.task_columns.uid)} tasks, {len(snap.pod_groups)} PodGroups"
+    tasks, groups = count(len(snap.task_columns.uid), "task"), count(len(snap.pod_groups), "PodGroup")
+    summary = f"{count(len(snap.nodes), 'node')}, {tasks}, {groups}"
     write_snapshot(snap, ns.out, summary)
     return 0
 

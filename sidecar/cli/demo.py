@@ -12,6 +12,7 @@ from sidecar.api.v1alpha1 import plan_pb2, service_pb2
 from sidecar.cli.output import fragmentation_table
 from sidecar.cli.plantable import plan_table
 from sidecar.scenarios.synth import SynthOptions
+from sidecar.wording import count
 
 DEMO = SynthOptions(nodes=24, cards_per_node=8, fill=0.55, seed=2026, name="demo")
 
@@ -30,8 +31,8 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     print(
         f"Demo cluster (built in: synth --nodes {opts.nodes} --cards-per-node {opts.cards_per_node} "
         f"--fill {opts.fill} --seed {opts.seed})\n"
-        f"  {len(snap.nodes)} nodes in pools {', '.join(pools)}; {len(snap.task_columns.uid)} pods; "
-        f"{len(snap.pod_groups)} PodGroups\n"
+        f"  {count(len(snap.nodes), 'node')} in pools {', '.join(pools)}; {count(len(snap.task_columns.uid), 'pod')}; "
+        f"{count(len(snap.pod_groups), 'PodGroup')}\n"
     )
     spec = _demo_spec()
     if ns.offline:

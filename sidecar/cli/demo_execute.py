@@ -39,6 +39,7 @@ from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.controller import Controller
 from sidecar.watcher.runner import reconcilers
 from sidecar.watcher.status import GROUP, PLURAL, TERMINAL, VERSION
+from sidecar.wording import change, number, percent
 
 Obj = dict[str, Any]
 NPU = "huawei.com/ascend-1980"
@@ -233,10 +234,10 @@ def _show(
         result = status.get("result") or {}
         out(
             "\nStep 6 — planned vs actual:\n"
-            f"  plan:   frag {summary.get('fragBeforePercent')}% -> {summary.get('fragAfterPercent')}%, "
-            f"freed {summary.get('freedNodeCount')}, moved {summary.get('movedCardCount')}\n"
-            f"  result: frag {result.get('fragAfterPercent')}%, freed {result.get('freedNodeCount')} "
-            f"{result.get('freedNodes') or []}, moved {result.get('movedCardCount')}, "
+            f"  plan:   frag {change(summary.get('fragBeforePercent', 0), summary.get('fragAfterPercent', 0))}, "
+            f"freed {summary.get('freedNodeCount', 0)}, moved {number(summary.get('movedCardCount', 0))}\n"
+            f"  result: frag {percent(result.get('fragAfterPercent', 0))}, freed {result.get('freedNodeCount', 0)} "
+            f"{result.get('freedNodes') or []}, moved {number(result.get('movedCardCount', 0))}, "
             f"verified {result.get('metricsVerified')}\n"
         )
         out(node_table(core) + "\n")

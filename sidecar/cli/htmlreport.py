@@ -22,6 +22,7 @@ from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.repack.fragmentation import holding_mask
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.units import to_user_units
+from sidecar.wording import count
 
 #: nodes with at most this many whole cards are drawn card by card, larger ones as a bar
 MAX_CELLS = 16
@@ -143,7 +144,7 @@ def render(snapshot: pb.Snapshot, spec: spec_pb2.RepackSpec, status: plan_pb2.Re
         ("Nodes drawn", f"{len(views)} provide {resource} (of {len(snapshot.nodes)} in the snapshot)"),
     ]
     move_lines = "\n".join(
-        esc(f"{m.namespace}/{p.name}: {p.from_node} → {p.to_node} ({p.cards:g} cards)") for m, p in moves
+        esc(f"{m.namespace}/{p.name}: {p.from_node} → {p.to_node} ({count(p.cards, 'card')})") for m, p in moves
     )
     before = "".join(_tile(v, after=False) for v in views)
     after = "".join(_tile(v, after=True) for v in views)

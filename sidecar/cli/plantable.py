@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from sidecar.api.v1alpha1 import plan_pb2
 from sidecar.cli.output import table
+from sidecar.wording import change, count
 
 #: what the default (not wide) view shows before cutting a list
 FREED_SHOWN = 8
@@ -50,7 +51,7 @@ def summary(status: plan_pb2.RepackStatus, *, wide: bool) -> list[str]:
     pod_groups = {(m.namespace, m.pod_group_name) for m in plan.moves}
     pods = sum(len(m.pods) for m in plan.moves)
     lines = [f"Result: {cond.reason} — {cond.message}" if cond else f"Result: {status.phase}"]
-    frag = f"Fragmentation: {s.resource or '-'} {s.frag_before_percent:g}% -> {s.frag_after_percent:g}%"
+    frag = f"Fragmentation: {s.resource or '-'} {change(s.frag_before_percent, s.frag_after_percent)}"
     if before.providing_nodes:
         frag += (
             f" (occupied nodes {before.occupied_nodes} -> {after.occupied_nodes or before.occupied_nodes},"
@@ -65,10 +66,12 @@ def summary(status: plan_pb2.RepackStatus, *, wide: bool) -> list[str]:
         listed += " (-o wide lists all)" if not wide and len(freed) > FREED_SHOWN else ""
         lines += textwrap.wrap(listed, LINE_WIDTH, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)
     lines.append(
-        f"Moves: {pods} pods, {s.moved_card_count:g} cards; {len(pod_groups)} PodGroups disturbed "
-        f"({cost.pod_groups_below_min_available} below MinAvailable, {cost.affected_workloads} workloads affected)"
+        f"Moves: {count(pods, 'pod')}, {count(s.moved_card_count, 'card')}; {count(len(pod_groups), 'PodGroup')}"
+        f" disturbed ({cost.pod_groups_below_min_available} below MinAvailable,"
+        f" {count(cost.affected_workloads, 'workload')} affected)"
     )
-    lines.append(f"Scope: {s.resolved_scope.pod_group_count} PodGroups, {s.resolved_scope.node_count} nodes")
+    scope = s.resolved_scope
+    lines.append(f"Scope: {count(scope.pod_group_count, 'PodGroup')}, {count(scope.node_count, 'node')}")
     return lines
 
 

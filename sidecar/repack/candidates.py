@@ -69,6 +69,12 @@ class Outcome:
     message: str
 
 
+def emptied_outcome(c: Candidate, receivers: str) -> Outcome:
+    """The explanation of a node the plan empties (greedy and exact planners alike)."""
+    moves = "pod moves" if len(c.pods) == 1 else "pods move"
+    return Outcome(c.node, True, EMPTIED, f"{len(c.pods)} {moves} to {receivers}")
+
+
 @dataclass
 class Prepared:
     before: Fragmentation
@@ -314,7 +320,7 @@ class CandidateTable:
     def emptied(self, i: int, targets: list[int]) -> None:
         c = self.cands[i]
         names = ", ".join(sorted({self.state.node_names[x] for x in targets}))
-        self.outcomes[c.node] = Outcome(c.node, True, EMPTIED, f"{len(c.pods)} pods move to {names}")
+        self.outcomes[c.node] = emptied_outcome(c, names)
         self.alive[i] = False
         for target in set(targets):  # a node that received pods stays occupied: no longer a candidate
             j = self.index_of.get(target)

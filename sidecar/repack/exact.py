@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sidecar.mirror.simulation import Simulation, task_ports
-from sidecar.repack.candidates import EMPTIED, RECEIVER, Candidate, Outcome, Prepared
+from sidecar.repack.candidates import RECEIVER, Candidate, Outcome, Prepared, emptied_outcome
 from sidecar.repack.cost import GangState, initial_deltas, ranking_scores
 from sidecar.repack.fragmentation import fragmentation, holding_mask
 from sidecar.snapshot.units import TOLERANCE
@@ -341,7 +341,7 @@ def _replay(
     for c in cands:
         if c.node in receiving:
             names = ", ".join(sorted(state.node_names[x] for x in receiving[c.node]))
-            outcomes[c.node] = Outcome(c.node, True, EMPTIED, f"{len(c.pods)} pods move to {names}")
+            outcomes[c.node] = emptied_outcome(c, names)
         elif c.node in targets:
             outcomes[c.node] = Outcome(c.node, False, RECEIVER, "receives pods in this plan, so it stays occupied")
         elif outcomes.get(c.node) is not None and outcomes[c.node].selected:

@@ -20,6 +20,7 @@ from sidecar.repack.cost import GangState
 from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import TOLERANCE
+from sidecar.wording import count
 
 #: the mirror's ``matching_tasks(selector, namespaces)``: task indices a label selector reaches
 TaskMatcher = Callable[[pb.LabelSelector, frozenset[str] | None], npt.NDArray[np.intp]]
@@ -96,7 +97,7 @@ class Budgets:
                 self.table.drop(
                     int(i),
                     BUDGET,
-                    f"would affect {touched + int(delta[0, i])} PodGroups, over "
+                    f"would affect {count(touched + int(delta[0, i]), 'PodGroup')}, over "
                     f"maxPerRun.podGroups {spec.max_pod_groups}",
                 )
             keep &= ~over

@@ -10,6 +10,7 @@ from sidecar.repack.planner import PlanResult
 from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import to_user_units
+from sidecar.wording import change, count
 
 NO_FRAGMENTATION = "NoFragmentation"
 INSUFFICIENT = "InsufficientImprovement"
@@ -53,8 +54,8 @@ def outcome(result: PlanResult, spec: RunSpec) -> tuple[str, str]:
     gain = result.improvement
     if freed >= 1 and gain + 1e-9 >= spec.min_improvement:
         return RECOMMENDED, (
-            f"freeing {freed} node(s) lowers {spec.resource} fragmentation from "
-            f"{before.percent:.1f}% to {after.percent:.1f}% ({gain:.1f} points)"
+            f"freeing {count(freed, 'node')} lowers {spec.resource} fragmentation "
+            f"{change(before.percent, after.percent)} ({count(round(gain, 1), 'point')})"
         )
     if freed == 0:
         return INSUFFICIENT, (

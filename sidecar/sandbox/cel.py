@@ -8,7 +8,7 @@ so a rule outside this grammar is refused when the CRD is registered (``ValueErr
     unary   := '!' unary | operand (('==' | '!=' | '<' | '<=' | '>' | '>=') operand)?
     operand := '(' expr ')' | 'has(' path ')' | 'size(' path ')' | call | path | literal
     call    := path '.' ('all' | 'exists') '(' ident ',' expr ')'
-             | path '.' ('startsWith' | 'endsWith' | 'contains') '(' expr ')'
+             | path '.' ('startsWith' | 'endsWith' | 'contains' | 'matches') '(' expr ')'
     path    := ('self' | 'oldSelf' | ident bound by an enclosing macro) ('.' ident | '[' int ']' | '[' string ']')*
     literal := int | float | 'string' | "string" | true | false | null
 
@@ -39,7 +39,7 @@ _TOKEN = re.compile(
 )
 _ORDER = {"<", "<=", ">", ">="}
 _MACROS = ("all", "exists")
-_STRING_FUNCTIONS = ("startsWith", "endsWith", "contains")
+_STRING_FUNCTIONS = ("startsWith", "endsWith", "contains", "matches")
 _ROOTS = ("self", "oldSelf")
 _MISSING = object()
 
@@ -297,6 +297,11 @@ class Rule:
             raise EvalError(f"no such overload: {node.fn}")
         if node.fn == "startsWith":
             return target.startswith(arg)
+        if node.fn == "matches":  # RE2's partial match; the rules here anchor with ^...$
+            try:
+                return re.search(arg, target) is not None
+            except re.error as exc:
+                raise EvalError(f"invalid regular expression {arg!r}: {exc}") from None
         return target.endswith(arg) if node.fn == "endsWith" else arg in target
 
     def _logic(self, absorbing: bool, terms: list[Any]) -> bool:

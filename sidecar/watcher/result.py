@@ -44,6 +44,7 @@ from sidecar.watcher.journal import (
     Result,
 )
 from sidecar.watcher.placement import holding_nodes
+from sidecar.wording import count, percent
 
 COMPLETED, ALTERNATIVE = "ExecutionCompleted", "ExecutionCompletedWithAlternativePlacement"
 EVICTION_BLOCKED, TIMED_OUT_REASON, PARTIAL = "EvictionBlocked", "ExecutionTimedOut", "PartiallyCompleted"
@@ -96,10 +97,10 @@ def result(
     replaced = all(r.placement.phase in (BOUND, BOUND_ELSEWHERE, SKIPPED) for r in evicted)  # Skipped: it finished
     verified = frag is not None and replaced and all(r.done for r in rels)
     cards = sum(r.cards for r in evicted)
-    after = "not measured" if frag is None else f"{frag:g}%"
+    after = "not measured" if frag is None else percent(frag)
     message = (
-        f"{len(freed)} of {len(planned)} planned nodes freed; {len(evicted)} pods evicted, {cards:g} cards moved; "
-        f"fragmentation {before:g}% -> {after}"
+        f"{len(freed)} of {count(len(planned), 'planned node')} freed; {count(len(evicted), 'pod')} evicted, "
+        f"{count(cards, 'card')} moved; fragmentation {percent(before)} -> {after}"
     )
     if note:
         message += f" ({note})"

@@ -347,9 +347,24 @@ class RealCluster:
         files = sorted(f for sub in VOLCANO_CRDS for f in (base / sub).glob("*.yaml"))
         args = [a for f in files for a in ("-f", str(f))]
         self.kubectl("apply", "--server-side", "--field-manager=volcano-installer", *args, timeout=120)
-        self.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                     *[f"crd/{_crd_name(f)}" for f in files], timeout=90)  # fmt: skip
+        self.wait_established(*[_crd_name(f) for f in files])
         self.kubectl("create", "namespace", "volcano-system")
+
+    def wait_established(self, *crds: str, timeout: float = 90.0) -> None:
+        """Until every CRD named is Established. Not ``kubectl wait --for=condition=Established``:
+        right after a create the CRD may have no ``status.conditions`` yet, and kubectl then fails
+        at once (``.status.conditions accessor error: <nil>``) instead of waiting."""
+        deadline = time.monotonic() + timeout
+        path = '{range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Established")].status}{"\\n"}{end}'
+        while True:
+            listed = self.kubectl("get", "crd", "-o", f"jsonpath={path}", check=False).stdout
+            established = {line.split("=", 1)[0] for line in listed.splitlines() if line.endswith("=True")}
+            missing = sorted(set(crds) - established)
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"CRDs not Established within {timeout:g} s: {', '.join(missing)}")
+            time.sleep(0.2)
 
     def _has_queue(self, name: str) -> bool:
         return self.kubectl("get", "queue.scheduling.volcano.sh", name, check=False).returncode == 0

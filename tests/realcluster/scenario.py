@@ -39,8 +39,7 @@ class Scenario:
         double's CRD."""
         self.kubectl("apply", "-f", str(ROOT / "manifests" / "crd" / "repack.volcano.sh_repackruns.yaml"),
                      "-f", str(MODELSERVING_CRD))  # fmt: skip
-        self.kubectl("wait", "--for=condition=Established", "crd/repackruns.repack.volcano.sh",
-                     "crd/modelservings.workload.serving.volcano.sh")  # fmt: skip
+        self.cluster.wait_established("repackruns.repack.volcano.sh", "modelservings.workload.serving.volcano.sh")
         self.apply({"apiVersion": "v1", "kind": "ServiceAccount",
                     "metadata": {"name": "volcano-scheduler", "namespace": "volcano-system"}})  # fmt: skip
         self.kubectl("apply", "-k", str(ROOT / "manifests" / "rbac"))
