@@ -102,3 +102,28 @@ def crash_at_every_step(tmp_path: Path, spec: dict[str, Any], gates: tuple[str, 
             if box.run(NAME)["status"].get("phase") != "Succeeded":
                 assert box.drive(ExecuteReconciler(box.api, PLANNER, options=STEPWISE), NAME) == "Succeeded", where
             check_finished(box, where)
+
+
+def test_each_eviction_is_journaled_as_it_returns(tmp_path: Path) -> None:
+    """A crash between two eviction calls leaves the first recorded Evicted with its attempt, not
+    Pending with none (issue 25 item 6)."""
+    happy = happy_path(tmp_path / "happy", {}, (PLACEMENT_GATE,))
+    evicts = [label for label in happy if label.startswith("evict:")]
+    assert len(evicts) == 2 and happy[happy.index(evicts[0]) + 1] == "status:evictions"
+
+    def crash(label: str) -> None:
+        if label == evicts[1]:
+            raise Crash(label)
+
+    with sandbox(tmp_path / "crash", gates=(PLACEMENT_GATE,)) as box:
+        box.create_run(execute_run(NAME))
+        rec = ExecuteReconciler(box.api, PLANNER, options=STEPWISE, crash=crash)
+        with pytest.raises(Crash):
+            box.drive(rec, NAME)
+        first = evicts[0].removeprefix("evict:")
+        (rel,) = [
+            r for r in box.run(NAME)["status"]["relocations"] if f"{r['namespace']}/{r['victimPodName']}" == first
+        ]
+        assert (rel["eviction"]["phase"], rel["eviction"]["attempts"]) == ("Evicted", 1), rel
+        box.drive(ExecuteReconciler(box.api, PLANNER, options=STEPWISE), NAME)
+        check_finished(box, "after a crash between two evictions")

@@ -1,7 +1,8 @@
 """One pass over a Running Execute run: due evictions, placements, and the finish.
 
 Each phase of the pass reads what it needs, decides, journals the decision (one status write per
-batch), and only then acts; the next phase starts from the run as written. The pass keeps a copy
+batch of placements; evictions, which act first, one write per eviction as it returns), and only
+then acts; the next phase starts from the run as written. The pass keeps a copy
 of one snapshot for its selections and marks each nomination in it, so two replacements selected
 in the same pass never count the same free cards twice.
 """
@@ -146,10 +147,12 @@ class Pass:
         if self.spec.eviction.HasField("grace_period_seconds"):
             grace = int(self.spec.eviction.grace_period_seconds)
         todo = [r for r in relocations_of(self.run_obj["status"]) if due(r, now, deadline)]
-        changes = [(r, self.t.evictor.attempt(r, grace, now, deadline)) for r in todo]
-        if not self._update(changes, "evictions"):
-            return False
-        for old, new in changes:
+        for old in todo:
+            # journaled as each call returns, not after the whole batch: a crash between two calls
+            # leaves every eviction made so far recorded as made (attempts, phase), none "Pending"
+            new = self.t.evictor.attempt(old, grace, now, deadline)
+            if not self._update([(old, new)], "evictions"):
+                return False
             phase = new.eviction.phase
             if phase == old.eviction.phase or phase == PENDING or not self._journaled(new):
                 continue
