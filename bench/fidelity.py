@@ -100,21 +100,31 @@ class OraclePool:
     scheduler cache whose informers Volcano syncs on a 100 ms poll, time a single process would
     spend waiting. Processes, not goroutines: Volcano's scheduler packages keep global state."""
 
+    #: cases one process answers before it is replaced: each case's mock cache leaves memory behind
+    #: in Volcano's packages (a 1,000,000-pair run grew four processes to 6 GB each and swapped)
+    CASES_PER_PROCESS = 300
+
     def __init__(self, binary: Path, processes: int = 4) -> None:
-        self._idle: queue.SimpleQueue[Oracle] = queue.SimpleQueue()
+        self._binary = binary
+        self._idle: queue.SimpleQueue[tuple[Oracle, int]] = queue.SimpleQueue()
         self._all = [Oracle(binary) for _ in range(processes)]
         for o in self._all:
-            self._idle.put(o)
+            self._idle.put((o, 0))
         self._threads = ThreadPoolExecutor(processes, thread_name_prefix="oracle")
         self.size = processes
 
     def submit(self, objects: list[Obj], confs: list[str], tasks: list[str]) -> Future[list[list[dict[str, Any]]]]:
         def ask() -> list[list[dict[str, Any]]]:
-            oracle = self._idle.get()
+            oracle, answered = self._idle.get()
+            if answered >= self.CASES_PER_PROCESS:
+                oracle.close()
+                fresh = Oracle(self._binary)
+                self._all[self._all.index(oracle)] = fresh
+                oracle, answered = fresh, 0
             try:
                 return oracle.ask(objects, confs, tasks)
             finally:
-                self._idle.put(oracle)
+                self._idle.put((oracle, answered + 1))
 
         return self._threads.submit(ask)
 
@@ -597,7 +607,7 @@ def compare(
 
 
 def run_seeds(seeds: Iterable[int], pool: OraclePool, tally: Tally, keep: int = 5, conf: str | None = None,
-              plugins_every: int = 0, pairs: int | None = None) -> None:  # fmt: skip
+              plugins_every: int = 0, pairs: int | None = None, progress: bool = False) -> None:  # fmt: skip
     """Compare the clusters of ``seeds`` (until at least ``pairs`` pairs, if given), the oracle a
     few clusters ahead of the mirror; every ``plugins_every``-th cluster (counted from the first) per plugin too."""
     ahead: deque[tuple[Case, bool, Future[list[list[dict[str, Any]]]]]] = deque()
@@ -611,6 +621,8 @@ def run_seeds(seeds: Iterable[int], pool: OraclePool, tally: Tally, keep: int = 
         if len(ahead) >= 3 * pool.size:
             c, pp, want = ahead.popleft()
             compare(c, want.result(), tally, keep, conf, pp)
+            if progress and tally.cases % 1000 == 0:
+                print(f"  ... {tally.pairs} pairs, {len(tally.unexplained)} unexplained", file=sys.stderr, flush=True)
     for c, pp, want in ahead:
         compare(c, want.result(), tally, keep, conf, pp)
 
@@ -619,7 +631,7 @@ def run(pairs: int, seed: int, keep: int = 5, conf: str | None = None, plugins_e
         processes: int = 4) -> Tally:  # fmt: skip
     tally = Tally()
     with OraclePool(oracle_binary(), processes) as pool:
-        run_seeds(itertools.count(seed), pool, tally, keep, conf, plugins_every, pairs)
+        run_seeds(itertools.count(seed), pool, tally, keep, conf, plugins_every, pairs, progress=True)
     return tally
 
 

@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     started = time.monotonic()
     results: list[RoundResult] = []
+    errors: list[str] = []
     with tempfile.TemporaryDirectory(prefix="replay-") as tmp_name:
         tmp = Path(tmp_name)
         cluster = RealCluster(tmp / "cluster", bin_dir=ensure_built()).up()
@@ -50,8 +51,15 @@ def main(argv: list[str] | None = None) -> int:
                 s = Scenario(cluster, tmp, f"replay-{seed}")
                 try:
                     r = play(s, seed)
+                except Exception as exc:  # a round the cluster could not play (e.g. an API call timed out)
+                    errors.append(f"seed {seed}: {type(exc).__name__}: {str(exc)[:200]}")
+                    print(f"seed {seed}: not played: {errors[-1]}", flush=True)
+                    continue
                 finally:
-                    clean(s)
+                    try:
+                        clean(s)
+                    except Exception as exc:
+                        print(f"seed {seed}: clean-up failed: {type(exc).__name__}", flush=True)
                 results.append(r)
                 line = f"seed {seed}: {r.nodes} nodes, {r.jobs_left} jobs, {r.phase} {r.reason}, "
                 print(line + f"{r.relocations} moved, {len(r.off_plan)} off plan, {r.seconds:.0f} s", flush=True)
@@ -66,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     off_plan = [x for r in results for x in r.off_plan]
     off_nomination = [x for r in results for x in r.off_nomination]
     outcomes = Counter(f"{r.phase}/{r.reason}" for r in results)
-    print(f"{len(results)} rounds ({len(moved)} with moves) in {took:.0f} s on {machine()}")
+    print(f"{len(results)} rounds ({len(moved)} with moves) in {took:.0f} s on {machine()}; {len(errors)} not played")
     print(f"  relocations {relocations}, rebuilt pods bound {bound}")
     print(f"  bound elsewhere than planned: {len(off_plan)}; elsewhere than nominated: {len(off_nomination)}")
     for x in (off_plan + off_nomination)[:10]:
@@ -74,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()))
     save("replay", {"rounds": len(results), "with_moves": len(moved), "relocations": relocations, "bound": bound,
                     "off_plan": off_plan, "off_nomination": off_nomination, "outcomes": dict(outcomes),
-                    "seconds": took, "machine": machine(),
+                    "seconds": took, "machine": machine(), "not_played": errors,
                     "results": [dataclasses.asdict(r) for r in results]})  # fmt: skip
     return 0 if not off_plan and not off_nomination and bound == relocations else 1
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -156,9 +157,38 @@ def test_the_cli_watches_once(k8s: client.ApiClient, kubeconfig: Path, capsys: p
 def test_a_sidecar_that_is_down_fails_the_run_explicitly(k8s: client.ApiClient, kubeconfig: Path) -> None:
     apply_guide_run(k8s, kubeconfig)
     with RepackClient("127.0.0.1:1", timeout=2) as down:
-        assert Controller(k8s, [dry_run(k8s, down)]).run_once() == {NAME: "Failed"}
+        assert Controller(k8s, [dry_run(k8s, down, planner_wait=0)]).run_once() == {NAME: "Failed"}
     failed = condition(read_run(k8s), "Failed")
     assert failed["reason"] == "PlannerUnavailable" and "UNAVAILABLE" in failed["message"]
+
+
+def test_a_sidecar_that_is_down_is_waited_for_then_the_run_fails(k8s: client.ApiClient, kubeconfig: Path) -> None:
+    """Issue 25 item 5: Running with Waiting True PlannerUnavailable while the wait lasts, retried
+    with backoff; Failed once ``planner_wait`` has passed; planned as soon as the sidecar answers."""
+    apply_guide_run(k8s, kubeconfig)
+    now = [datetime(2026, 12, 1, tzinfo=UTC)]
+    with RepackClient("127.0.0.1:1", timeout=2) as down:
+        rec = DryRunReconciler(k8s, down, clock=lambda: now[0], planner_wait=30)
+        assert rec.reconcile(read_run(k8s)) == "Running"
+        waiting = condition(read_run(k8s), "Waiting")
+        assert (waiting["status"], waiting["reason"]) == ("True", "PlannerUnavailable")
+        assert waiting["message"].endswith("retrying until 2026-12-01T00:00:30Z")
+        now[0] += timedelta(seconds=31)
+        assert rec.reconcile(read_run(k8s)) == "Failed"
+    assert condition(read_run(k8s), "Failed")["reason"] == "PlannerUnavailable"
+    # a sidecar back within the wait: the run is planned
+    import yaml
+
+    body = yaml.safe_load(DRYRUN.read_text())
+    body["metadata"]["name"] = "second"
+    client.CustomObjectsApi(k8s).create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
+    with RepackClient("127.0.0.1:1", timeout=2) as down:
+        rec = DryRunReconciler(k8s, down, clock=lambda: now[0], planner_wait=30)
+        assert rec.reconcile(read_run(k8s, "second")) == "Running"
+    rec = DryRunReconciler(k8s, InProcessPlanner(), clock=lambda: now[0], planner_wait=30)
+    assert rec.reconcile(read_run(k8s, "second")) == "Succeeded"
+    kinds = [c["type"] for c in read_run(k8s, "second")["status"]["conditions"]]
+    assert "Waiting" not in kinds  # the plan's conditions replace the wait
 
 
 def test_the_loop_reconciles_new_runs_and_stops(k8s: client.ApiClient, kubeconfig: Path) -> None:

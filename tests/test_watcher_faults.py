@@ -182,10 +182,13 @@ def test_a_pod_disruption_budget_that_keeps_refusing_ends_with_eviction_blocked(
         assert {"EvictionBlocked", "Admitted"} <= events
 
 
+NO_WAIT = ExecuteOptions(planner_wait=0)  # --planner-wait 0: a refused planner call is final
+
+
 def test_a_sidecar_that_is_down_fails_the_run_before_anything_moves(tmp_path: Path) -> None:
     with sandbox(tmp_path) as box, RepackClient("127.0.0.1:1", timeout=2) as down:
         box.create_run(execute_run(NAME))
-        assert ExecuteReconciler(box.api, down).reconcile(box.run(NAME)) == "Failed"
+        assert ExecuteReconciler(box.api, down, options=NO_WAIT).reconcile(box.run(NAME)) == "Failed"
         run = box.run(NAME)
         assert true_reasons(run) == [("Failed", "PlannerUnavailable")]
         assert "UNAVAILABLE" in condition(run, "Failed")["message"]
@@ -230,11 +233,12 @@ def serving(sidecar: Sidecar) -> Iterator[str]:
 def test_a_slow_sidecar_fails_the_run_at_its_deadline(tmp_path: Path) -> None:
     with sandbox(tmp_path) as box, serving(Sidecar(delay=1.5)) as target, RepackClient(target, timeout=0.3) as slow:
         box.create_run(execute_run(NAME))
-        assert ExecuteReconciler(box.api, slow).reconcile(box.run(NAME)) == "Failed"
+        assert ExecuteReconciler(box.api, slow, options=NO_WAIT).reconcile(box.run(NAME)) == "Failed"
         failed = condition(box.run(NAME), "Failed")
         assert failed["reason"] == "PlannerUnavailable" and "DEADLINE_EXCEEDED" in failed["message"]
         box.create_run(execute_run("in-process"))
-        assert ExecuteReconciler(box.api, InProcessPlanner(timeout=0)).reconcile(box.run("in-process")) == "Failed"
+        stalled = ExecuteReconciler(box.api, InProcessPlanner(timeout=0), options=NO_WAIT)
+        assert stalled.reconcile(box.run("in-process")) == "Failed"
         failed = condition(box.run("in-process"), "Failed")
         assert failed["reason"] == "PlannerUnavailable" and "timed out" in failed["message"]
         assert box.evictions() == {}
@@ -336,3 +340,46 @@ def test_with_every_controller_on_its_own_thread_the_run_still_ends_explicitly(t
         assert phase in ("Succeeded", "Failed") and true_reasons(run), run["status"]
         assert all(r["placement"]["phase"] in ("Bound", "BoundElsewhere") for r in run["status"]["relocations"])
         assert box.evictions() == {WORKER0: 1, WORKER1: 1}
+
+
+def test_a_sidecar_restart_is_waited_out_with_backoff_then_the_run_goes_on(tmp_path: Path) -> None:
+    """Issue 25 item 5: refused planner calls keep the run Pending with Waiting True
+    PlannerUnavailable, retried with a doubling delay, until the sidecar answers."""
+    clock = Clock()
+    sidecar = Sidecar(fail=10**9)  # restarting until told otherwise
+    with sandbox(tmp_path) as box, serving(sidecar) as target, RepackClient(target, timeout=5) as restarting:
+        box.create_run(execute_run(NAME))
+        rec = ExecuteReconciler(box.api, restarting, clock=clock)
+
+        def asked(seconds: float) -> int:
+            """Advance the clock, reconcile (still Pending): how many Plan calls that made."""
+            clock.advance(seconds)
+            before = sidecar.calls["Plan"]
+            assert rec.reconcile(box.run(NAME)) == "Pending"
+            return sidecar.calls["Plan"] - before
+
+        assert asked(0) > 0
+        waiting = condition(box.run(NAME), "Waiting")
+        assert (waiting["status"], waiting["reason"]) == ("True", "PlannerUnavailable")
+        assert "UNAVAILABLE: restarting; retrying until " in waiting["message"]
+        assert asked(0) == 0  # within the backoff: not asked
+        assert asked(1) > 0  # 1 s later: asked
+        assert asked(1) == 0 and asked(1) > 0  # then 2 s: the delay doubled
+        sidecar.fail = 0  # the sidecar is back
+        clock.advance(4)
+        assert rec.reconcile(box.run(NAME)) == "Running"
+        assert condition(box.run(NAME), "Waiting")["reason"] == "Admitted"
+        events = [e for e in box.core.list_namespaced_event("default").items if e.involved_object.name == NAME]
+        assert [e.count for e in events if e.reason == "PlannerUnavailable"] == [1]  # announced once
+
+
+def test_a_sidecar_down_past_the_wait_fails_the_run(tmp_path: Path) -> None:
+    clock = Clock()
+    with sandbox(tmp_path) as box, RepackClient("127.0.0.1:1", timeout=2) as down:
+        box.create_run(execute_run(NAME))
+        rec = ExecuteReconciler(box.api, down, options=ExecuteOptions(planner_wait=30), clock=clock)
+        assert rec.reconcile(box.run(NAME)) == "Pending"
+        clock.advance(31)
+        assert rec.reconcile(box.run(NAME)) == "Failed"
+        assert true_reasons(box.run(NAME)) == [("Failed", "PlannerUnavailable")]
+        assert box.evictions() == {}

@@ -76,6 +76,8 @@ class WatchOptions:
     #: seconds old, else on the informer cache; 0 never uses it. Volcano opens a session every 1 s.
     session_max_age: float = 5.0
     webhook: WebhookFlags = field(default_factory=WebhookFlags)
+    #: seconds a run waits for a sidecar that does not answer before it fails PlannerUnavailable
+    planner_wait: float = 60.0
 
 
 def watch_arguments(parser: argparse.ArgumentParser) -> None:
@@ -111,6 +113,13 @@ def watch_arguments(parser: argparse.ArgumentParser) -> None:
         default=d.session_max_age,
         help="with --sidecar: plan on its session 'latest' (fed by Volcano's extender plugin) while at most "
         "this many seconds old, else on the informer cache; 0: always the informer cache",
+    )
+    parser.add_argument(
+        "--planner-wait",
+        type=float,
+        default=d.planner_wait,
+        help="seconds a run waits (Waiting: PlannerUnavailable, retried with backoff) for a sidecar that does "
+        "not answer before it fails; 0: fail at once",
     )
     hook = WebhookFlags()
     web = parser.add_argument_group("placement gate", "the admission webhook holding rebuilt pods until nominated")
@@ -151,7 +160,8 @@ def watch_arguments(parser: argparse.ArgumentParser) -> None:
 
 def watch_options(ns: argparse.Namespace) -> WatchOptions:
     """The parsed flags, checked (a bad value is an InputError: exit 2)."""
-    seconds = ("period", "resync", "execute_cooldown", "eviction_timeout", "execution_timeout", "session_max_age")
+    seconds = ("period", "resync", "execute_cooldown", "eviction_timeout", "execution_timeout", "session_max_age",
+               "planner_wait")  # fmt: skip
     for flag in (*seconds, "gate_timeout"):
         value, positive = getattr(ns, flag), flag in ("period", "gate_timeout")
         if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
@@ -179,6 +189,7 @@ def watch_options(ns: argparse.Namespace) -> WatchOptions:
         metrics_port=ns.metrics_port,
         metrics_host=ns.metrics_host,
         session_max_age=ns.session_max_age,
+        planner_wait=ns.planner_wait,
         webhook=WebhookFlags(
             port=ns.webhook_port,
             host=ns.webhook_host,

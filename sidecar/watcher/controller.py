@@ -43,12 +43,17 @@ class Reconciler(Protocol):
 
 
 def dry_run(
-    api: client.ApiClient, planner: Planner, cache: ClusterCache | None = None, *, session_max_age: float = 0.0
+    api: client.ApiClient,
+    planner: Planner,
+    cache: ClusterCache | None = None,
+    *,
+    session_max_age: float = 0.0,
+    planner_wait: float = 60.0,
 ) -> Reconciler:
     """The DryRun reconciler, planning on the cache's snapshot (a fresh read without a cache), or on
     the sidecar's session ``latest`` while it is at most ``session_max_age`` seconds old."""
     snapshot = cache.snapshot if cache is not None else None
-    return DryRunReconciler(api, planner, snapshot=snapshot, session_max_age=session_max_age)
+    return DryRunReconciler(api, planner, snapshot=snapshot, session_max_age=session_max_age, planner_wait=planner_wait)
 
 
 def unfinished(run: Obj) -> bool:

@@ -2,11 +2,13 @@
 
 Pending → Running (startTime) → Succeeded/Failed (completionTime), each a resourceVersion-checked
 status write (``status.StatusWriter``): a 409 re-reads the run, stops if someone else finished it,
-and reapplies only this step's fields.
+and reapplies only this step's fields. A planner that does not answer is waited for while Running
+(``plannerwait``), then the run fails ``PlannerUnavailable``.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -17,6 +19,7 @@ from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.snapshot.io import parse_dict
 from sidecar.watcher.cluster import SnapshotSource, read_cluster
 from sidecar.watcher.planner import PLANNER_ERRORS, InProcessPlanner, Planner, from_rpc, planner_error
+from sidecar.watcher.plannerwait import UNAVAILABLE, PlannerWait, mark_waiting
 from sidecar.watcher.source import plan_run
 from sidecar.watcher.status import (
     COMPONENT,
@@ -87,8 +90,10 @@ class DryRunReconciler:
         snapshot: SnapshotSource | None = None,
         crash: Hook = _no_hook,
         session_max_age: float = 0.0,
+        planner_wait: float = 60.0,
     ) -> None:
         self._api = api
+        self._wait = PlannerWait(planner_wait)
         self._planner = planner
         self._clock = clock
         self._snapshot: SnapshotSource = snapshot or (lambda name: read_cluster(api, name=name))
@@ -111,7 +116,11 @@ class DryRunReconciler:
             current = self._write(current, {"phase": "Running", "startTime": rfc3339(self._clock())}, "running")
         if current is None:
             return None
+        if PlannerWait.since(current) is not None and not self._wait.due(current, self._clock()):
+            return "Running"  # waiting for the planner, not yet time to ask again
         outcome = self._plan(current)
+        if outcome is None:
+            return "Running"
         outcome["completionTime"] = rfc3339(self._clock())
         final = self._write(current, outcome, "finished")
         if final is None:
@@ -122,8 +131,9 @@ class DryRunReconciler:
         self._writer.event(final, cond.get("reason", status["phase"]), cond.get("message", ""), warning=warning)
         return str(status["phase"])
 
-    def _plan(self, run: Obj) -> Obj:
-        """The status fields of the finished run: the service's RepackStatus as the CRD's JSON."""
+    def _plan(self, run: Obj) -> Obj | None:
+        """The status fields of the finished run: the service's RepackStatus as the CRD's JSON;
+        None while the run waits for a planner that did not answer."""
         try:
             spec = parse_dict(run.get("spec") or {}, spec_pb2.RepackSpec(), source="spec")
             name = run["metadata"]["name"]
@@ -131,9 +141,27 @@ class DryRunReconciler:
                 self._planner, spec, lambda: self._snapshot(name), max_age=self._session_max_age, run=name
             )
         except PLANNER_ERRORS as exc:
-            return failed(*planner_error(exc))
+            reason, message = planner_error(exc)
+            now = self._clock()
+            until = self._wait.retry(run, now) if reason == UNAVAILABLE else None
+            if until is None:
+                return failed(reason, message)
+            self._waiting(run, f"{message}; retrying until {rfc3339(until)}", now)
+            return None
+        self._wait.answered(run)
         log.info("repackrun planned", run=name, on=planned.source, age=round(planned.age, 3))
         return dict(json_format.MessageToDict(planned.response.status, always_print_fields_with_no_presence=True))
+
+    def _waiting(self, run: Obj, message: str, now: datetime) -> None:
+        """Waiting True PlannerUnavailable on the Running run (written, logged and announced when it
+        begins or its message changes)."""
+        status = status_of(run)
+        if not mark_waiting(status, message, now):
+            return
+        log.warning("repackrun waiting for the planner", run=run["metadata"]["name"], message=message)
+        written = self._write(run, {"conditions": status["conditions"]}, "waiting")
+        if written is not None:
+            self._writer.event(written, UNAVAILABLE, message, warning=True)
 
     def _write(self, run: Obj, fields: Obj, label: str) -> Obj | None:
         """Merge ``fields`` into the status; after a 409 only while the re-read run is still ours."""

@@ -35,12 +35,13 @@ from kubernetes import client
 from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.errors import InputError
 from sidecar.snapshot.io import parse_dict
-from sidecar.watcher.admission import hold
+from sidecar.watcher.admission import ANOTHER_RUN_ACTIVE, COOLDOWN_ACTIVE, hold
 from sidecar.watcher.cluster import SnapshotSource, read_cluster
 from sidecar.watcher.eviction import Evictor
 from sidecar.watcher.journal import Result, relocations_from_plan
 from sidecar.watcher.placement import Placer
 from sidecar.watcher.planner import PLANNER_ERRORS, Planner, planner_error
+from sidecar.watcher.plannerwait import UNAVAILABLE, PlannerWait, mark_waiting
 from sidecar.watcher.progress import ExecuteOptions, Pass, Tools
 from sidecar.watcher.source import plan_run
 from sidecar.watcher.status import (
@@ -96,6 +97,7 @@ class ExecuteReconciler:
         session_max_age: float = 0.0,
     ) -> None:
         self.options = options or ExecuteOptions()
+        self._wait = PlannerWait(self.options.planner_wait)
         #: plan on the sidecar's session ``latest`` while at most this old (seconds; 0: never)
         self._session_max_age = session_max_age
         self._api, self._planner, self._clock, self._hook = api, planner, clock, crash
@@ -163,15 +165,22 @@ class ExecuteReconciler:
                 self._writer.event(written, held.reason, f"held: {held.message}")
             return written
         name = run["metadata"]["name"]
-        if waiting.get("status") == "True":  # held until now: say so once, whatever admission brings
-            log.info("repackrun released", run=name, was=waiting.get("reason"))
+        if waiting.get("status") == "True" and waiting.get("reason") in (ANOTHER_RUN_ACTIVE, COOLDOWN_ACTIVE):
+            log.info("repackrun released", run=name, was=waiting.get("reason"))  # held until now: say so once
             self._writer.event(run, "Released", f"no longer held ({waiting.get('reason')}): admitting")
+        if PlannerWait.since(run) is not None and not self._wait.due(run, now):
+            return run  # waiting for the planner, not yet time to ask again
         try:
             planned = plan_run(
                 self._planner, spec, lambda: self._snapshot(name), max_age=self._session_max_age, run=name
             )
         except PLANNER_ERRORS as exc:
-            return self._fail_early(run, *planner_error(exc), now, admitted=True)
+            reason, message = planner_error(exc)
+            until = self._wait.retry(run, now) if reason == UNAVAILABLE else None
+            if until is None:
+                return self._fail_early(run, reason, message, now, admitted=True)
+            return self._wait_for_planner(run, f"{message}; retrying until {rfc3339(until)}", now)
+        self._wait.answered(run)
         response, plan = planned.response, planned.response.status.plan
         plan_json = json_format.MessageToDict(plan, always_print_fields_with_no_presence=True)
         if not plan.moves:
@@ -200,6 +209,25 @@ class ExecuteReconciler:
         log.info("repackrun admitted", run=run["metadata"]["name"], journaled=written is not None, moves=message)
         if written is not None:
             self._writer.event(written, "Admitted", f"replanned on {planned.describe()}: {message}")
+        return written
+
+    def _wait_for_planner(self, run: Obj, message: str, now: datetime) -> Obj | None:
+        """Pending with Waiting True PlannerUnavailable (written, logged and announced when it begins
+        or its message changes): the next reconcile after the backoff asks again."""
+        if not mark_waiting(status_of(run), message, now):
+            return run
+
+        def wait(cur: Obj) -> Obj | None:
+            if not _pending(cur):
+                return None
+            status = {**status_of(cur), "phase": "Pending"}
+            mark_waiting(status, message, now)
+            return status
+
+        log.warning("repackrun waiting for the planner", run=run["metadata"]["name"], message=message)
+        written = self._writer.write(run, wait, "waiting")
+        if written is not None:
+            self._writer.event(written, UNAVAILABLE, message, warning=True)
         return written
 
     def _nothing_to_do(self, run: Obj, planned: Any, plan_json: Obj, now: datetime) -> Obj | None:

@@ -66,6 +66,8 @@ class ExecuteOptions:
     grace: int | None = None
     #: how long a pass decides placements before it journals and nominates what it has
     flush_seconds: float = 0.2
+    #: how long admission waits for a planner that does not answer (``plannerwait``)
+    planner_wait: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -114,16 +116,21 @@ class Pass:
 
     # -- journal ---------------------------------------------------------------------------------
     def _update(self, changes: list[Change], label: str) -> bool:
-        """Journal relocation changes (only onto records nobody else changed); Progressing follows."""
+        """Journal relocation changes (only onto records nobody else changed); Progressing follows.
+        False when the run is no longer Running (the pass stops); True otherwise, also when another
+        writer changed every record meanwhile (the pass goes on from that newer journal, and acts
+        only on what the journal holds: ``_journaled``)."""
         if not changes:
             return True
         now = self.t.clock()
+        newer: list[Obj] = []
 
         def step(cur: Obj) -> Obj | None:
             if phase_of(cur) != "Running":
                 return None
             status = status_of(cur)
             if not apply_changes(status, changes):
+                newer.append(cur)
                 return None
             rels = relocations_of(status)
             reason = "Evicting" if any(r.eviction.phase == PENDING for r in rels) else "Placing"
@@ -133,7 +140,10 @@ class Pass:
 
         written = self.t.writer.write(self.run_obj, step, label)
         if written is None:
-            return False
+            if not newer:
+                return False
+            self.run_obj = newer[-1]
+            return True
         self.run_obj = written
         return True
 

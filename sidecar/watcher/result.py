@@ -6,7 +6,7 @@ that matches decides:
 | # | when (first match wins)                                           | phase     | condition True / reason  |
 |---|-------------------------------------------------------------------|-----------|--------------------------|
 | 1 | spec unparsable, or the planner answers INVALID_ARGUMENT          | Failed    | Failed/InvalidSpec       |
-| 2 | planner down, slow (deadline) or session lost while replanning    | Failed    | Failed/PlannerUnavailable|
+| 2 | planner down, slow or session lost while replanning, past its wait| Failed    | Failed/PlannerUnavailable|
 | 3 | the replan has no moves (nothing evicted)                         | Succeeded | Complete/<planner reason>|
 | 4 | an eviction ended Blocked or Failed and the target is not reached | Failed    | Failed/EvictionBlocked   |
 | 5 | a relocation unfinished at the execution deadline (TimedOut)      | Failed    | Failed/ExecutionTimedOut |

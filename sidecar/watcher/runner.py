@@ -46,11 +46,14 @@ def reconcilers(
     (DryRun and Execute on the sidecar's session ``latest`` instead while it is fresh)."""
     ex = options.execute
     execute = ExecuteOptions(
-        cooldown=ex.cooldown, eviction_timeout=ex.eviction_timeout, execution_timeout=ex.execution_timeout
+        cooldown=ex.cooldown,
+        eviction_timeout=ex.eviction_timeout,
+        execution_timeout=ex.execution_timeout,
+        planner_wait=options.planner_wait,
     )
     age = options.session_max_age
     return [
-        dry_run(api, planner, cache, session_max_age=age),
+        dry_run(api, planner, cache, session_max_age=age, planner_wait=options.planner_wait),
         ExecuteReconciler(
             api, planner, options=execute, snapshot=cache.snapshot, runs=cache.list_runs, session_max_age=age
         ),
