@@ -179,13 +179,19 @@ def test_backtracking_finds_the_placement_first_fit_misses() -> None:
     assert sorted(moves(status)) == [("big", "src", "r2"), ("small", "src", "r1")]
 
 
-def test_budgets_are_hard_limits() -> None:
+def three_groups() -> Cluster:
+    """Three nodes, each holding one PodGroup's 2 cards, and a receiver with room for all three."""
     c = Cluster()
     for n in ("a", "b", "c", "r"):
         c.node(n)
     c.pod("anchor", "r", 1, scheduler="x")
     for n, group in (("a", "ga"), ("b", "gb"), ("c", "gc")):
         c.group(group, 1).pod(f"{group}-0", n, 2, group=group)
+    return c
+
+
+def test_budgets_are_hard_limits() -> None:
+    c = three_groups()
     full = plan(c)
     assert full.plan.summary.freed_node_count == 3
     one_group = plan(c, maxPerRun={"podGroups": 1})
@@ -199,12 +205,7 @@ def test_budgets_are_hard_limits() -> None:
 @pytest.mark.parametrize("budget", [{"podGroups": 0}, {"resources": {GPU: 0}}], ids=["podGroups", "resources"])
 def test_a_zero_budget_moves_nothing_and_explains_every_candidate(budget: dict) -> None:  # type: ignore[type-arg]
     """An explicit 0 is "none may move", as Kubernetes reads a PDB's maxUnavailable: 0 (issue 25 item 3)."""
-    c = Cluster()
-    for n in ("a", "b", "c", "r"):
-        c.node(n)
-    c.pod("anchor", "r", 1, scheduler="x")
-    for n, group in (("a", "ga"), ("b", "gb"), ("c", "gc")):
-        c.group(group, 1).pod(f"{group}-0", n, 2, group=group)
+    c = three_groups()
     status = plan(c, maxPerRun=budget)
     summary = status.plan.summary
     assert (summary.freed_node_count, summary.moved_card_count, list(status.plan.moves)) == (0, 0, [])
