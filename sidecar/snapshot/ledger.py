@@ -37,10 +37,10 @@ I32 = npt.NDArray[np.int32]
 I8 = npt.NDArray[np.int8]
 U8 = npt.NDArray[np.uint8]
 
-#: how the Binding fit check treats a resource column: never (no column since Volcano v1.14
-#: counts pods), always (cpu, memory, pods), or only when the task requests it (every other
-#: scalar; Volcano walks the task's ScalarResources)
-FIT_NEVER, FIT_ALWAYS, FIT_IF_REQUESTED = 0, 1, 2
+#: how the Binding fit check treats a resource column: always (cpu, memory, pods), or only when
+#: the task requests it (every other scalar; Volcano walks the task's ScalarResources). The
+#: kernel also skips a column of rule 0, which no column has had since Volcano v1.14 counts pods.
+FIT_ALWAYS, FIT_IF_REQUESTED = 1, 2
 
 Kernel = Callable[[I32, I32, F64, F64, F64, F64, F64, U8, I8, int, int, int, int, float], None]
 
