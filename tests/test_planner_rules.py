@@ -7,6 +7,7 @@ from plan_cases import GPU, Cluster, explanation, moves, plan, plan_status, reas
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
+from sidecar.mirror.conf import to_proto
 
 
 def two_half_nodes() -> Cluster:
@@ -271,3 +272,35 @@ def test_bad_specs_name_the_field(fields: dict, field: str) -> None:  # type: ig
     with pytest.raises(InputError) as err:
         plan_status(two_half_nodes().state(), json_format.ParseDict(body, spec_pb2.RepackSpec()))
     assert err.value.field == field
+
+
+NO_PREDICATES = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: gang
+- plugins:
+  - name: nodeorder
+"""
+
+
+@pytest.mark.parametrize("strategy", ["Greedy", "Exact"])
+@pytest.mark.parametrize("conf,expected", [(None, []), (NO_PREDICATES, [("s", "src", "dst")])])
+def test_a_releasing_pods_slot_receives_only_without_the_pod_number_check(
+    conf: str | None, expected: list[tuple[str, str, str]], strategy: str
+) -> None:
+    """dst's two pod slots are taken, one by a Releasing pod: allocate's fit (FutureIdle) has a slot,
+    the predicates plugin's pod-number check has none (v1.14.1 plugins/predicates/predicates.go)."""
+    c = (
+        Cluster()
+        .node("src", cards=4)
+        .node("dst")
+        .group("j", 1)
+        .pod("s", "src", 2, group="j")
+        .pod("k", "dst", 5, group="j")
+        .pod("z", "dst", 1, group="j", status=pb.Task.Releasing)
+    )
+    c.snap.nodes[1].allocatable["pods"] = 2
+    if conf:
+        c.snap.scheduler_config.CopyFrom(to_proto(conf))
+    assert moves(plan(c, mode="DryRun", planner={"strategy": strategy})) == expected

@@ -63,6 +63,28 @@ def test_pod_slots_are_a_resource_and_pod_number_is_recorded_with_later_reasons(
     assert got["r"] == ["node(s) pod number exceeded", *AFF]
 
 
+NO_PREDICATES = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: gang
+- plugins:
+  - name: nodeorder
+"""
+
+
+def test_without_the_predicates_plugin_only_allocates_fit_counts_pod_slots() -> None:
+    """The pod-number check belongs to the predicates plugin (v1.14.1 plugins/predicates/
+    predicates.go ``Predicate``). Without it a Releasing pod's slot is free (allocate's fit on
+    FutureIdle), while a node whose slots are all held still fails that fit. Found by the
+    differential harness (bench.fidelity seeds 1001374 and 1004606)."""
+    nodes = [n("a", pods=2), n("r", pods=2)]
+    tasks = [t("1", "a"), t("2", "a"), t("4", "r"), t("5", "r", status=pb.Task.Releasing)]
+    got = check(mirror(nodes, tasks, NO_PREDICATES), t("p"))
+    assert got == {"a": ["Insufficient pods"], "r": OK}
+    assert check(mirror(nodes, tasks), t("p"))["r"] == ["node(s) pod number exceeded"]
+
+
 def test_pods_is_named_after_every_other_insufficient_resource() -> None:
     m = mirror([n("a", 1, pods=1)], [t("1", "a", 1)])
     assert check(m, t("p", cards=1))["a"] == INS_GPU  # gpu and pods both short: the card is named

@@ -224,7 +224,7 @@ class Mirror:
                 class_dynamic=class_dyn,
                 dynamic_ok=np.array(dyn_ok) if dyn_ok else np.zeros((0, n), np.uint8),
                 free=sim.future_idle(),
-                pod_room=(sim.pod_count < state.node_alloc[:, p.pods_dim]).astype(np.uint8),
+                pod_room=(sim.pod_count < p.pod_cap).astype(np.uint8),
             ),
         )
 

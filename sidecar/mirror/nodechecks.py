@@ -43,6 +43,17 @@ class NodeChecks:
         self.conf = conf
         self.labels = labels
         self.pods_dim = state.resource(PODS)
+        #: the predicates plugin's pod-number check: a node takes a pod while it holds fewer tasks
+        #: than its allocatable pods, every task counted, releasing and pipelined ones too
+        #: (v1.14.1 plugins/predicates/predicates.go ``Predicate``: ``MaxTaskNum <=
+        #: len(nodeInfo.GetPods())`` over the session's NodeMap, framework/util.go
+        #: ``GenerateNodeMapAndSlice``). Without the plugin nothing caps the count: only
+        #: allocate's fit counts the slot, on FutureIdle, where a releasing pod's slot is free.
+        self.pod_cap: npt.NDArray[np.float64] = (
+            np.ascontiguousarray(state.node_alloc[:, self.pods_dim])
+            if conf.predicates_plugin
+            else np.full(state.n_nodes, np.inf)
+        )
         self._base_dims = np.array([state.resource(name) for name in BASE_RESOURCES], np.intp)
         self._scalar_dims = np.array(
             [i for i, name in enumerate(state.resources) if name not in BASE_RESOURCES], np.intp

@@ -58,6 +58,7 @@ class Predicates:
         self.spread = TopologySpread(state, self.labels, self.index, self.node_checks)
         # What the planner and the benchmarks ask directly, bound once (no extra call per question).
         self.pods_dim = self.node_checks.pods_dim
+        self.pod_cap = self.node_checks.pod_cap
         self.fit_dims = self.node_checks.fit_dims
         self.static = self.node_checks.static
         self.matching_tasks = self.index.matching_tasks
@@ -122,7 +123,6 @@ class Predicates:
     def _evaluate(self, subj: Subject, sim: Simulation, idx: npt.NDArray[np.intp], *, fits_idle: bool) -> Evaluation:
         """Every check on the nodes ``idx``, per position. Pod-level checks (affinity, spread,
         ports) run only when the pod, or an existing pod's anti-affinity, gives them work."""
-        state = self.state
         prof = subj.profile
         dims = self.fit_dims(subj.req)
         first_fail = kernels.first_insufficient(subj.req, sim.future_idle()[idx], dims)
@@ -130,7 +130,7 @@ class Predicates:
             first_fail = self._name_unknown(first_fail, subj.unknown_resources)
         fits = first_fail < 0
         idle = kernels.first_insufficient(subj.req, sim.idle()[idx], dims) < 0 if fits_idle else fits
-        pod_full = sim.pod_count[idx] >= state.node_alloc[idx, self.pods_dim]
+        pod_full = sim.pod_count[idx] >= self.pod_cap[idx]
         static = self.static(prof, profile_index=subj.profile_index)
         static_code = static.code[idx]
         reached = fits & (static_code == S_OK)  # where Volcano runs the remaining predicates

@@ -135,7 +135,9 @@ class Model:
         held = sim.used[:, goal] - sim.releasing[:, goal] + sim.pipelined[:, goal]
         self.receivers = np.flatnonzero(held > TOLERANCE)
         self.free = sim.future_idle()
-        self.pods_left = state.node_alloc[:, p.pods_dim] - sim.pod_count
+        # the pod slot is bounded twice: allocate's fit on FutureIdle (``free``) and, with the
+        # predicates plugin, the pod-number check (``pod_cap``, infinite without it)
+        self.pods_left = np.minimum(p.pod_cap - sim.pod_count, self.free[:, p.pods_dim])
         self.index = {c.node: i for i, c in enumerate(cands)}
         # the guide's cost of emptying each candidate against the empty plan (the first round's ranking)
         deltas = initial_deltas(GangState.build(state, goal, holding_mask(state)), cands)

@@ -165,7 +165,7 @@ class Receivers:
         #: non-candidates); the candidate table's array, updated in place (CandidateTable.trial)
         self.cost = cost
         self.rank = rank  # node-name rank
-        self.pod_cap = np.ascontiguousarray(mirror.state.node_alloc[:, mirror.predicates.pods_dim])
+        self.pod_cap = mirror.predicates.pod_cap
         self._static_rows: dict[int, U8] = {}
 
     def for_subject(self, subj: Subject) -> Iterator[int]:
@@ -223,6 +223,6 @@ class Receivers:
         if not p.pod_level(subj):
             return False
         fits = kernels.first_insufficient(subj.req, sim.future_idle(), p.fit_dims(subj.req)) < 0
-        room = sim.pod_count < self.mirror.state.node_alloc[:, p.pods_dim]
+        room = sim.pod_count < p.pod_cap
         static_ok = p.static(subj.profile, profile_index=subj.profile_index).code == S_OK
         return bool((fits & room & static_ok & self.allowed).any())
