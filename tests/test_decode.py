@@ -29,13 +29,6 @@ def columns() -> pb.Snapshot:
 
 MALFORMED = [
     # (id, mutate, expected field prefix, words in the message)
-    ("unknown node", lambda s: setattr(s.tasks[1], "node", "n-9"), "tasks[1].node", 'unknown node "n-9"'),
-    (
-        "unknown pod group",
-        lambda s: setattr(s.tasks[0], "pod_group", "nope"),
-        "tasks[0].pod_group",
-        'unknown PodGroup "default/nope"',
-    ),
     (
         "negative request",
         lambda s: s.tasks[0].requests.__setitem__("cpu", -5),
@@ -94,6 +87,46 @@ def test_malformed_rows(mutate, field: str, words: str) -> None:  # type: ignore
         decode(snap)
     assert err.value.field == field
     assert words in str(err.value)
+
+
+def test_dangling_references_are_warnings_not_errors() -> None:
+    """Real sessions hold tasks on nodes whose Node object is gone (Volcano's cache leaves the node
+    out, the Job keeps the task until pod GC) and pods whose PodGroup was deleted first: decoded,
+    counted on no node / in no PodGroup, and said once per kind with a count and an example."""
+    snap = base()
+    snap.tasks.add(name="c", namespace="default", node="ghost", status=pb.Task.Running, pod_group="pg")
+    snap.tasks.add(name="d", namespace="default", node="ghost", status=pb.Task.Running, pod_group="pg")
+    snap.tasks[0].pod_group = "gone"
+    snap.warnings.append("1 task of a Job without PodGroup left out")
+    state = decode(snap)
+    assert state.task_node.tolist() == [0, 1, -1, -1]
+    assert state.task_pod_group.tolist() == [-1, 0, 0, 0]
+    assert state.missing_groups == {0: "default/gone"}
+    assert state.ledger.used[0, state.resource(GPU)] == 1000  # "a" still holds its node
+    assert state.warnings == (
+        "1 task of a Job without PodGroup left out",
+        '2 tasks on nodes the snapshot does not list (e.g. tasks[2] "default/c" on "ghost"): counted on no node, '
+        "as Volcano's session counts a task whose Node object is gone",
+        '1 task of PodGroups the snapshot does not list (e.g. tasks[0] "default/a": PodGroup "default/gone"): '
+        "not movable, so their nodes are no candidates",
+    )
+    assert decode(base()).warnings == ()
+
+
+def test_columnar_tasks_placed_on_no_node_are_counted_in_the_warning() -> None:
+    snap = columns()
+    placed = next(i for i, s in enumerate(snap.task_columns.status) if s == pb.Task.Running)
+    snap.task_columns.node[placed] = -1
+    (warning,) = decode(snap).warnings
+    assert warning.startswith(f'1 task on nodes the snapshot does not list (e.g. task_columns.node[{placed}] "')
+
+
+def test_producer_warnings_are_bounded() -> None:
+    snap = base()
+    snap.warnings.extend(["x" * 5000] + [f"w{i}" for i in range(30)])
+    warnings = decode(snap).warnings
+    assert len(warnings) == 21 and len(warnings[0]) <= 600
+    assert warnings[-1] == "11 more warnings from the snapshot's producer left out"
 
 
 COLUMN_MALFORMED = [

@@ -67,7 +67,7 @@ def test_hand_written_json_snapshot(server) -> None:  # type: ignore[no-untyped-
 
 
 def test_invalid_argument_reaches_grpcurl(server) -> None:  # type: ignore[no-untyped-def]
-    task = {"name": "a", "namespace": "d", "node": "n-9", "status": "Running"}
+    task = {"name": "a", "namespace": "d", "node": "n-1", "status": "Running", "requests": {"cpu": -5}}
     request = json.dumps({"snapshot": {"nodes": [{"name": "n-1"}], "tasks": [task]}})
     proc = subprocess.run(
         [GRPCURL or "grpcurl", "-plaintext", "-d", request, server.target, "volcano.repack.v1alpha1.Repack/Evaluate"],
@@ -77,7 +77,7 @@ def test_invalid_argument_reaches_grpcurl(server) -> None:  # type: ignore[no-un
     )
     assert proc.returncode != 0
     assert "InvalidArgument" in proc.stderr
-    assert 'tasks[0].node: unknown node "n-9"' in proc.stderr
+    assert 'tasks[0].requests["cpu"]: negative quantity' in proc.stderr
 
 
 def test_filter_with_grpcurl(server) -> None:  # type: ignore[no-untyped-def]

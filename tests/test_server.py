@@ -59,9 +59,9 @@ def test_sessions_open_evaluate_close(server) -> None:  # type: ignore[no-untype
 
 BAD_REQUESTS = [
     (
-        "unknown node",
-        lambda: service_pb2.EvaluateRequest(snapshot=snapshot([node("n-1")], [task("a", "n-9")])),
-        'tasks[0].node: unknown node "n-9"',
+        "bad status",
+        lambda: service_pb2.EvaluateRequest(snapshot=snapshot([node("n-1")], [task("a", "n-1", status=99)])),
+        "tasks[0].status: invalid status 99",
     ),
     (
         "negative",

@@ -12,7 +12,7 @@ from sidecar.api.v1alpha1 import service_pb2
 from sidecar.cli import commands
 from sidecar.cli.demo import cmd_demo
 from sidecar.cli.failures import rpc_failure, say
-from sidecar.cli.output import emit, fragmentation_table
+from sidecar.cli.output import emit, fragmentation_table, warn
 from sidecar.cli.parser import UsageError, build
 from sidecar.cli.plantable import plan_table
 from sidecar.errors import InputError
@@ -63,6 +63,7 @@ def cmd_evaluate(ns: argparse.Namespace) -> int:
         from sidecar.cli.offline import evaluate_offline
 
         response = evaluate_offline(request)
+    warn(response.warnings)
     emit(response, ns.output, fragmentation_table(response, headers=not ns.no_headers))
     return 0
 
@@ -81,6 +82,7 @@ def cmd_plan(ns: argparse.Namespace) -> int:
         from sidecar.cli.offline import plan_offline
 
         status = plan_offline(snapshot, spec)
+    warn(status.warnings)
     wide = ns.output == "wide"
     emit(
         status,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -56,3 +57,10 @@ def emit(message: Message, fmt: str, table: str | Callable[[], str], *, wrap_sta
         print(json.dumps(data, indent=2))
     else:
         print(yaml.safe_dump(data, sort_keys=False), end="")
+
+
+def warn(warnings: Sequence[str]) -> None:
+    """The answer's warnings on stderr, one ``Warning:`` line each (kubectl's way), whatever the
+    output format: the data on stdout stays parseable."""
+    for line in warnings:
+        print(f"Warning: {line}", file=sys.stderr)

@@ -220,6 +220,9 @@ def _why_unmovable(state: ClusterState, t: int, volcano: npt.NDArray[np.bool_]) 
         scheduler = prof.scheduler_name or "default-scheduler"
         return f"pod {pod_name(state, t)} is not scheduled by Volcano (schedulerName {scheduler!r})"
     if state.task_pod_group[t] < 0:
+        missing = state.missing_groups.get(t)
+        if missing is not None:
+            return f"pod {pod_name(state, t)}: its PodGroup {missing} is not in the snapshot (deleted, or not yet seen)"
         return f"pod {pod_name(state, t)} belongs to no PodGroup"
     group = state.pod_group_key(int(state.task_pod_group[t]))
     return f"pod {pod_name(state, t)}: PodGroup {group} is outside scope.podGroups"

@@ -71,7 +71,7 @@ def outcome(result: PlanResult, spec: RunSpec) -> tuple[str, str]:
 def to_status(state: ClusterState, result: PlanResult, spec: RunSpec) -> plan_pb2.RepackStatus:
     reason, message = outcome(result, spec)
     recommended = reason == RECOMMENDED
-    status = plan_pb2.RepackStatus(phase="Succeeded")
+    status = plan_pb2.RepackStatus(phase="Succeeded", warnings=state.warnings)
     status.conditions.add(type="Complete", status="True", reason=reason, message=message)
     plan = status.plan
     summary = plan.summary

@@ -12,13 +12,15 @@ HTTP 400 naming the JSON path, a missed deadline 503: with ``extender.ignorable:
 ignores the extender for that call. Every answer carries ``X-Repack-Session-Age`` (seconds since
 ``latest`` was published; absent while there is none) and predicate/prioritize answers
 ``X-Repack-Source`` (``latest`` or ``request``: which objects the answer was computed on); the
-JSON bodies keep exactly Volcano's shape.
+JSON bodies keep Volcano's shape, plus a ``warnings`` list (which Volcano's client does not read)
+when the snapshot answered on has dangling references (``sidecar.snapshot.decode``).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -77,6 +79,8 @@ class IntakeStats:
     #: seconds from the newest published body's arrival to its session being usable
     last_usable_seconds: float = 0.0
     last_decode_seconds: float = 0.0
+    #: the newest published session's warnings (dangling references, ClusterState.warnings)
+    last_warnings: list[str] = field(default_factory=list)
     verb_seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -136,6 +140,7 @@ class SessionIntake:
                 self.stats.last_usable_seconds = done - arrived
                 metrics.EXTENDER_SESSIONS.labels(result="published").inc()
                 metrics.EXTENDER_DECODE_SECONDS.observe(done - start)
+                warnings, self.stats.last_warnings = self.stats.last_warnings, list(session.state.warnings)
                 log.info(
                     "session_published",
                     session=self.name,
@@ -144,6 +149,9 @@ class SessionIntake:
                     usable_seconds=round(done - arrived, 3),
                     dropped=self.stats.dropped,
                 )
+                if self.stats.last_warnings != warnings:  # each session repeats them: said when they change
+                    for warning in self.stats.last_warnings:
+                        log.warning("session_warning", session=self.name, warning=warning)
             except Exception as exc:  # a bad body must not kill the decoder
                 self.stats.failed += 1
                 self.stats.last_error = str(exc)
@@ -280,21 +288,31 @@ class Extender:
         resp, names = self._check(body, deadline, False, {} if headers is None else headers)
         if not names:
             raise InputError("$.node", "missing")
+        answer: dict[str, Any] = {"status": resp.message or "node(s) didn't fit", "code": UNSCHEDULABLE}
         if names[0] in resp.feasible_nodes:
-            return {"status": "", "code": SUCCESS}
+            answer = {"status": "", "code": SUCCESS}
         for failure in resp.failures:
             if names[0] in failure.nodes:
-                return {"status": ", ".join(failure.reasons), "code": VOLCANO_CODE.get(failure.code, UNSCHEDULABLE)}
-        return {"status": resp.message or "node(s) didn't fit", "code": UNSCHEDULABLE}
+                answer = {"status": ", ".join(failure.reasons), "code": VOLCANO_CODE.get(failure.code, UNSCHEDULABLE)}
+                break
+        return _with_warnings(answer, resp.warnings)
 
     def prioritize(self, body: bytes, deadline: Deadline, headers: dict[str, str] | None = None) -> dict[str, Any]:
         resp, names = self._check(body, deadline, True, {} if headers is None else headers)
         scores = {n: 0.0 for n in names}
         scores.update({s.node: s.score for s in resp.scores})
-        return {"nodeScore": scores, "errorMessage": ""}
+        return _with_warnings({"nodeScore": scores, "errorMessage": ""}, resp.warnings)
 
     def stop(self) -> None:
         self.intake.stop()
+
+
+def _with_warnings(answer: dict[str, Any], warnings: Sequence[str]) -> dict[str, Any]:
+    """A ``warnings`` key when there are any: Volcano's extender client ignores keys it does not
+    know, an operator reading the answer sees why a node or a task was counted on none."""
+    if warnings:
+        answer["warnings"] = list(warnings)
+    return answer
 
 
 class _Handler(BaseHTTPRequestHandler):

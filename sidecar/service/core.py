@@ -93,7 +93,7 @@ class RepackService:
                 raise InputError(
                     f"resources[{i}]", f'duplicate resource "{name}" (first at resources[{names.index(name)}])'
                 )
-        out = service_pb2.EvaluateResponse()
+        out = service_pb2.EvaluateResponse(warnings=state.warnings)
         for name in names or goals:
             answer = fragmentation_message(fragmentation(state, name))
             if name not in goals:  # a pool scaled to zero: an answer, so a dashboard polling many goes on
@@ -127,6 +127,7 @@ class RepackService:
             feasible_nodes=mirror.names(result.feasible),
             future_idle_only_nodes=mirror.names(result.feasible & ~result.fits_idle),
             message=fit_message(result, wanted),
+            warnings=mirror.state.warnings,
         )
         for reasons, members in result.groups:
             out.failures.add(reasons=reasons, nodes=mirror.names(members), code=failure_code(reasons))
@@ -135,7 +136,7 @@ class RepackService:
     def prioritize(self, request: service_pb2.PrioritizeRequest, deadline: Deadline) -> service_pb2.PrioritizeResponse:
         mirror, verdict, _ = self._verdict(request, deadline, score=True)
         names = mirror.state.node_names
-        out = service_pb2.PrioritizeResponse()
+        out = service_pb2.PrioritizeResponse(warnings=mirror.state.warnings)
         scores = verdict.scores
         assert scores is not None
         for i in scores.ranked(names):
@@ -169,6 +170,7 @@ class RepackService:
             expires_at=expires,
             node_count=session.state.n_nodes,
             task_count=session.state.n_tasks,
+            warnings=session.state.warnings,
         )
 
     def publish(self, name: str, snapshot: snapshot_pb2.Snapshot, deadline: Deadline, ttl: float = 0.0) -> Session:

@@ -1,7 +1,11 @@
 """Snapshot message -> ClusterState, validating as it goes.
 
-Every problem raises :class:`InputError` naming the field (``tasks[17].node: unknown node
-"n-9"``). Row tasks are converted one by one; columnar tasks are converted with whole-array
+Every problem raises :class:`InputError` naming the field (``tasks[17].status: invalid status
+99``). Two references real sessions dangle are not problems but warnings (``ClusterState.warnings``,
+carried in every answer): a task on a node the snapshot does not list (Volcano's cache leaves out a
+node whose Node object is gone while its Job keeps the task, until pod GC) is counted on no node,
+as Volcano counts it; a task whose PodGroup is missing (deleted first, or not yet seen) stays but
+cannot move. Row tasks are converted one by one; columnar tasks are converted with whole-array
 numpy operations, which is what makes a 100k-task snapshot cheap (see docs/contract.md).
 """
 
@@ -13,6 +17,7 @@ import numpy as np
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
+from sidecar.snapshot.dangling import dangling_warnings, producer_warnings
 from sidecar.snapshot.ledger import build_ledger
 from sidecar.snapshot.state import ClusterState, nonzero_fallback
 from sidecar.snapshot.taskstatus import VALID as VALID_STATUS
@@ -274,6 +279,8 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
             t_req[:n_col, res_index[column.resource]] = values
 
     profile_index: dict[bytes, int] = {}
+    ghost_nodes: list[tuple[int, str]] = []  # (row task, the node it names)
+    missing_groups: dict[int, str] = {}  # task -> "namespace/name" of its missing PodGroup
     for k, task in enumerate(snap.tasks):
         i = n_col + k
         path = f"tasks[{k}]"
@@ -292,14 +299,16 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
         if task.node:
             node_i = node_index.get(task.node)
             if node_i is None:
-                raise InputError(f"{path}.node", f'unknown node "{task.node}"')
+                ghost_nodes.append((k, task.node))
+                node_i = -1
             t_node[i] = node_i
         else:
             t_node[i] = -1
         if task.pod_group:
             pg_i = pg_index.get((task.namespace, task.pod_group))
             if pg_i is None:
-                raise InputError(f"{path}.pod_group", f'unknown PodGroup "{task.namespace}/{task.pod_group}"')
+                missing_groups[i] = f"{task.namespace}/{task.pod_group}"
+                pg_i = -1
             t_pg[i] = pg_i
         else:
             t_pg[i] = -1
@@ -342,6 +351,9 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
         raise InputError(f"task_columns.name[{name.index('')}]", "missing")
 
     ledger = build_ledger(t_node, t_status, t_req, alloc, resources)
+    warnings = producer_warnings(snap.warnings) + dangling_warnings(
+        t_node, t_status, n_col, ghost_nodes, missing_groups, lambda i: f"{ns.values[t_ns[i]]}/{name[i]}"
+    )
     return ClusterState(
         name=snap.name,
         resources=resources,
@@ -369,4 +381,6 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
         ledger=ledger,
         _node_index=node_index,
         _resource_index=res_index,
+        warnings=tuple(warnings),
+        missing_groups=missing_groups,
     )

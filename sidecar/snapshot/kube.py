@@ -181,14 +181,13 @@ def task_priority(pod: Obj) -> int:
     return 1 if priority is None else int(priority)
 
 
-def task_from_pod(pod: Obj, groups: set[tuple[str, str]] | None = None) -> pb.Task:
-    """One pod as a Task (its PodGroup named only when ``groups`` holds it, if given)."""
+def task_from_pod(pod: Obj) -> pb.Task:
+    """One pod as a Task, its PodGroup named by its annotation (a PodGroup the snapshot then does
+    not list is decode's warning, not this function's silence)."""
     meta, spec = pod.get("metadata", {}), pod.get("spec", {})
     notes = meta.get("annotations") or {}
     status, node = task_status(pod)
     group = notes.get(GROUP_NAME, "")
-    if groups is not None and (meta.get("namespace", ""), group) not in groups:
-        group = ""
     requests, (cpu, mem) = _requests(spec)
     task = pb.Task(
         uid=meta.get("uid") or f"{meta.get('namespace', '')}/{meta['name']}",
@@ -250,14 +249,14 @@ def snapshot_from_objects(
     *,
     name: str = "",
 ) -> pb.Snapshot:
-    """A Snapshot (task rows) of the objects given; a pod naming an absent PodGroup gets none."""
+    """A Snapshot (task rows) of the objects given, as an informer cache holds them: a pod may
+    name a node or PodGroup that is gone (decode warns, see its docstring)."""
     snap = pb.Snapshot(name=name)
     for ns in namespaces:
         meta = ns.get("metadata", {})
         snap.namespaces.add(name=meta["name"], labels=meta.get("labels") or {})
     snap.nodes.extend(_node(n) for n in nodes)
     snap.pod_groups.extend(_pod_group(g) for g in pod_groups)
-    known = {(g.namespace, g.name) for g in snap.pod_groups}
-    snap.tasks.extend(task_from_pod(p, known) for p in pods)
+    snap.tasks.extend(task_from_pod(p) for p in pods)
     snap.pdbs.extend(_pdb(p) for p in pdbs)
     return snap

@@ -62,6 +62,11 @@ class ClusterState:
     ledger: NodeLedger
     _node_index: dict[str, int] = field(default_factory=dict, repr=False)
     _resource_index: dict[str, int] = field(default_factory=dict, repr=False)
+    #: references the snapshot left dangling, and the producer's own notes (decode's docstring);
+    #: every answer on this state carries them
+    warnings: tuple[str, ...] = ()
+    #: task -> "namespace/name" of a PodGroup the snapshot does not list (the task cannot move)
+    missing_groups: dict[int, str] = field(default_factory=dict)
 
     @property
     def n_nodes(self) -> int:

@@ -176,7 +176,10 @@ class _Templates:
         )
         cached = self._seen.get(key)
         if cached is None:
-            cached = self._seen[key] = kube.task_from_pod(pod, self.groups)
+            cached = self._seen[key] = kube.task_from_pod(pod)
+            if (cached.namespace, cached.pod_group) not in self.groups:
+                # Volcano's session holds a Job only with its PodGroup: a pod of none is no Job's
+                cached.pod_group = ""
         task = pb.Task()
         task.CopyFrom(cached)
         task.uid = meta.get("uid") or f"{meta['namespace']}/{meta['name']}"

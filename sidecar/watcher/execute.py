@@ -200,6 +200,7 @@ class ExecuteReconciler:
             retry = True
             status = status_of(cur)
             status.update(phase="Running", startTime=rfc3339(now), plan=plan_json)
+            status["warnings"] = list(response.status.warnings)
             status["relocations"] = [r.to_json() for r in rels]
             set_condition(status, "Waiting", "False", "Admitted", f"admitted at {rfc3339(now)}", now)
             set_condition(status, "Progressing", "True", "Evicting", message, now)
@@ -243,7 +244,7 @@ class ExecuteReconciler:
                 return None
             status = status_of(cur)
             status.update(phase="Succeeded", startTime=rfc3339(now), completionTime=rfc3339(now), plan=plan_json)
-            status.update(relocations=[], result=result.to_json())
+            status.update(relocations=[], result=result.to_json(), warnings=list(planned.warnings))
             set_condition(status, "Waiting", "False", "Admitted", f"admitted at {rfc3339(now)}", now)
             set_condition(status, "Progressing", "False", reason, message, now)
             set_condition(status, "Complete", "True", reason, message, now)

@@ -151,9 +151,12 @@ func (x *Fragmentation) GetMessage() string {
 type RepackStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Pending, Running, Succeeded, Failed.
-	Phase         string       `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
-	Plan          *Plan        `protobuf:"bytes,2,opt,name=plan,proto3" json:"plan,omitempty"`
-	Conditions    []*Condition `protobuf:"bytes,3,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	Phase      string       `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	Plan       *Plan        `protobuf:"bytes,2,opt,name=plan,proto3" json:"plan,omitempty"`
+	Conditions []*Condition `protobuf:"bytes,3,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// What the snapshot planned on lacked or referred to without listing (a task on a node whose
+	// Node object is gone, a task whose PodGroup is missing): planned on anyway, as Volcano does.
+	Warnings      []string `protobuf:"bytes,4,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -205,6 +208,13 @@ func (x *RepackStatus) GetPlan() *Plan {
 func (x *RepackStatus) GetConditions() []*Condition {
 	if x != nil {
 		return x.Conditions
+	}
+	return nil
+}
+
+func (x *RepackStatus) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -878,13 +888,14 @@ const file_volcano_repack_v1alpha1_plan_proto_rawDesc = "" +
 	"\tallocated\x18\b \x01(\x01R\tallocated\x12 \n" +
 	"\vallocatable\x18\t \x01(\x01R\vallocatable\x12\x18\n" +
 	"\amessage\x18\n" +
-	" \x01(\tR\amessage\"\x9b\x01\n" +
+	" \x01(\tR\amessage\"\xb7\x01\n" +
 	"\fRepackStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x121\n" +
 	"\x04plan\x18\x02 \x01(\v2\x1d.volcano.repack.v1alpha1.PlanR\x04plan\x12B\n" +
 	"\n" +
 	"conditions\x18\x03 \x03(\v2\".volcano.repack.v1alpha1.ConditionR\n" +
-	"conditions\"\xf3\x01\n" +
+	"conditions\x12\x1a\n" +
+	"\bwarnings\x18\x04 \x03(\tR\bwarnings\"\xf3\x01\n" +
 	"\x04Plan\x12>\n" +
 	"\asummary\x18\x01 \x01(\v2$.volcano.repack.v1alpha1.PlanSummaryR\asummary\x12;\n" +
 	"\x05moves\x18\x02 \x03(\v2%.volcano.repack.v1alpha1.WorkloadMoveR\x05moves\x12\x1f\n" +

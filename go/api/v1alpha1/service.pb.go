@@ -168,8 +168,10 @@ func (*EvaluateRequest_Snapshot) isEvaluateRequest_Source() {}
 func (*EvaluateRequest_SessionId) isEvaluateRequest_Source() {}
 
 type EvaluateResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Resources     []*Fragmentation       `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Resources []*Fragmentation       `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	// The snapshot's warnings (RepackStatus.warnings).
+	Warnings      []string `protobuf:"bytes,2,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -207,6 +209,13 @@ func (*EvaluateResponse) Descriptor() ([]byte, []int) {
 func (x *EvaluateResponse) GetResources() []*Fragmentation {
 	if x != nil {
 		return x.Resources
+	}
+	return nil
+}
+
+func (x *EvaluateResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -493,7 +502,9 @@ type FilterResponse struct {
 	// Infeasible nodes grouped by their reason list (worded like Volcano's fit errors).
 	Failures []*FailureGroup `protobuf:"bytes,3,rep,name=failures,proto3" json:"failures,omitempty"`
 	// Volcano-style histogram: "3/5 nodes are unavailable: 1 Insufficient cpu, 2 node(s) ...".
-	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// The snapshot's warnings (RepackStatus.warnings).
+	Warnings      []string `protobuf:"bytes,5,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -554,6 +565,13 @@ func (x *FilterResponse) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *FilterResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
 }
 
 type FailureGroup struct {
@@ -761,7 +779,9 @@ type PrioritizeResponse struct {
 	// Feasible candidates, best first (ties broken by node name; Volcano picks at random).
 	Scores []*NodeScore `protobuf:"bytes,1,rep,name=scores,proto3" json:"scores,omitempty"`
 	// Candidates that failed Filter, not scored.
-	Failures      []*FailureGroup `protobuf:"bytes,2,rep,name=failures,proto3" json:"failures,omitempty"`
+	Failures []*FailureGroup `protobuf:"bytes,2,rep,name=failures,proto3" json:"failures,omitempty"`
+	// The snapshot's warnings (RepackStatus.warnings).
+	Warnings      []string `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -806,6 +826,13 @@ func (x *PrioritizeResponse) GetScores() []*NodeScore {
 func (x *PrioritizeResponse) GetFailures() []*FailureGroup {
 	if x != nil {
 		return x.Failures
+	}
+	return nil
+}
+
+func (x *PrioritizeResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -937,11 +964,13 @@ func (x *OpenSessionRequest) GetPublishAs() string {
 }
 
 type OpenSessionResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	NodeCount     int32                  `protobuf:"varint,3,opt,name=node_count,json=nodeCount,proto3" json:"node_count,omitempty"`
-	TaskCount     int32                  `protobuf:"varint,4,opt,name=task_count,json=taskCount,proto3" json:"task_count,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	NodeCount int32                  `protobuf:"varint,3,opt,name=node_count,json=nodeCount,proto3" json:"node_count,omitempty"`
+	TaskCount int32                  `protobuf:"varint,4,opt,name=task_count,json=taskCount,proto3" json:"task_count,omitempty"`
+	// The snapshot's warnings (RepackStatus.warnings).
+	Warnings      []string `protobuf:"bytes,5,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1002,6 +1031,13 @@ func (x *OpenSessionResponse) GetTaskCount() int32 {
 		return x.TaskCount
 	}
 	return 0
+}
+
+func (x *OpenSessionResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
 }
 
 type CloseSessionRequest struct {
@@ -1220,9 +1256,10 @@ const file_volcano_repack_v1alpha1_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tH\x00R\tsessionId\x12\x1c\n" +
 	"\tresources\x18\x03 \x03(\tR\tresourcesB\b\n" +
-	"\x06source\"X\n" +
+	"\x06source\"t\n" +
 	"\x10EvaluateResponse\x12D\n" +
-	"\tresources\x18\x01 \x03(\v2&.volcano.repack.v1alpha1.FragmentationR\tresources\"\xb2\x01\n" +
+	"\tresources\x18\x01 \x03(\v2&.volcano.repack.v1alpha1.FragmentationR\tresources\x12\x1a\n" +
+	"\bwarnings\x18\x02 \x03(\tR\bwarnings\"\xb2\x01\n" +
 	"\vPlanRequest\x12?\n" +
 	"\bsnapshot\x18\x01 \x01(\v2!.volcano.repack.v1alpha1.SnapshotH\x00R\bsnapshot\x12\x1f\n" +
 	"\n" +
@@ -1239,12 +1276,13 @@ const file_volcano_repack_v1alpha1_service_proto_rawDesc = "" +
 	"\x04task\x18\x04 \x01(\v2\x1d.volcano.repack.v1alpha1.TaskH\x01R\x04task\x12\x14\n" +
 	"\x05nodes\x18\x05 \x03(\tR\x05nodesB\b\n" +
 	"\x06sourceB\t\n" +
-	"\asubject\"\xc9\x01\n" +
+	"\asubject\"\xe5\x01\n" +
 	"\x0eFilterResponse\x12%\n" +
 	"\x0efeasible_nodes\x18\x01 \x03(\tR\rfeasibleNodes\x123\n" +
 	"\x16future_idle_only_nodes\x18\x02 \x03(\tR\x13futureIdleOnlyNodes\x12A\n" +
 	"\bfailures\x18\x03 \x03(\v2%.volcano.repack.v1alpha1.FailureGroupR\bfailures\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessage\"x\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1a\n" +
+	"\bwarnings\x18\x05 \x03(\tR\bwarnings\"x\n" +
 	"\fFailureGroup\x12\x18\n" +
 	"\areasons\x18\x01 \x03(\tR\areasons\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x128\n" +
@@ -1257,10 +1295,11 @@ const file_volcano_repack_v1alpha1_service_proto_rawDesc = "" +
 	"\x04task\x18\x04 \x01(\v2\x1d.volcano.repack.v1alpha1.TaskH\x01R\x04task\x12\x14\n" +
 	"\x05nodes\x18\x05 \x03(\tR\x05nodesB\b\n" +
 	"\x06sourceB\t\n" +
-	"\asubject\"\x93\x01\n" +
+	"\asubject\"\xaf\x01\n" +
 	"\x12PrioritizeResponse\x12:\n" +
 	"\x06scores\x18\x01 \x03(\v2\".volcano.repack.v1alpha1.NodeScoreR\x06scores\x12A\n" +
-	"\bfailures\x18\x02 \x03(\v2%.volcano.repack.v1alpha1.FailureGroupR\bfailures\"\xbc\x01\n" +
+	"\bfailures\x18\x02 \x03(\v2%.volcano.repack.v1alpha1.FailureGroupR\bfailures\x12\x1a\n" +
+	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"\xbc\x01\n" +
 	"\tNodeScore\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
 	"\x05score\x18\x02 \x01(\x01R\x05score\x12I\n" +
@@ -1273,7 +1312,7 @@ const file_volcano_repack_v1alpha1_service_proto_rawDesc = "" +
 	"\vttl_seconds\x18\x02 \x01(\x05R\n" +
 	"ttlSeconds\x12\x1d\n" +
 	"\n" +
-	"publish_as\x18\x03 \x01(\tR\tpublishAs\"\xad\x01\n" +
+	"publish_as\x18\x03 \x01(\tR\tpublishAs\"\xc9\x01\n" +
 	"\x13OpenSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x129\n" +
@@ -1282,7 +1321,8 @@ const file_volcano_repack_v1alpha1_service_proto_rawDesc = "" +
 	"\n" +
 	"node_count\x18\x03 \x01(\x05R\tnodeCount\x12\x1d\n" +
 	"\n" +
-	"task_count\x18\x04 \x01(\x05R\ttaskCount\"4\n" +
+	"task_count\x18\x04 \x01(\x05R\ttaskCount\x12\x1a\n" +
+	"\bwarnings\x18\x05 \x03(\tR\bwarnings\"4\n" +
 	"\x13CloseSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\".\n" +

@@ -124,8 +124,12 @@ type Snapshot struct {
 	// by a row task but absent here is created without labels.
 	Namespaces      []*Namespace     `protobuf:"bytes,8,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
 	SchedulerConfig *SchedulerConfig `protobuf:"bytes,9,opt,name=scheduler_config,json=schedulerConfig,proto3" json:"scheduler_config,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// What the producer could not resolve and left out or changed (e.g. tasks of a Job whose
+	// PodGroup is gone). Carried, with what decoding finds itself, in every answer on this
+	// snapshot's `warnings`.
+	Warnings      []string `protobuf:"bytes,10,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
@@ -217,6 +221,13 @@ func (x *Snapshot) GetNamespaces() []*Namespace {
 func (x *Snapshot) GetSchedulerConfig() *SchedulerConfig {
 	if x != nil {
 		return x.SchedulerConfig
+	}
+	return nil
+}
+
+func (x *Snapshot) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -1927,7 +1938,7 @@ var File_volcano_repack_v1alpha1_snapshot_proto protoreflect.FileDescriptor
 
 const file_volcano_repack_v1alpha1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"&volcano/repack/v1alpha1/snapshot.proto\x12\x17volcano.repack.v1alpha1\"\xb0\x04\n" +
+	"&volcano/repack/v1alpha1/snapshot.proto\x12\x17volcano.repack.v1alpha1\"\xcc\x04\n" +
 	"\bSnapshot\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x1d.volcano.repack.v1alpha1.NodeR\x05nodes\x123\n" +
@@ -1940,7 +1951,9 @@ const file_volcano_repack_v1alpha1_snapshot_proto_rawDesc = "" +
 	"\n" +
 	"namespaces\x18\b \x03(\v2\".volcano.repack.v1alpha1.NamespaceR\n" +
 	"namespaces\x12S\n" +
-	"\x10scheduler_config\x18\t \x01(\v2(.volcano.repack.v1alpha1.SchedulerConfigR\x0fschedulerConfig\"\x88\x03\n" +
+	"\x10scheduler_config\x18\t \x01(\v2(.volcano.repack.v1alpha1.SchedulerConfigR\x0fschedulerConfig\x12\x1a\n" +
+	"\bwarnings\x18\n" +
+	" \x03(\tR\bwarnings\"\x88\x03\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12A\n" +
 	"\x06labels\x18\x02 \x03(\v2).volcano.repack.v1alpha1.Node.LabelsEntryR\x06labels\x126\n" +

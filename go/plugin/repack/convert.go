@@ -72,6 +72,7 @@ type capturedNode struct {
 type capturedTask struct {
 	uid, name, namespace, nodeName, role string
 	group                                string // "namespace/name" of its PodGroup, "" for none
+	lostGroup                            string // the Job ("namespace/name") it names when the session holds none
 	status                               api.TaskStatus
 	priority                             int32
 	pod                                  *v1.Pod
@@ -125,7 +126,11 @@ func CaptureSession(s Session, budget time.Duration) (*Capture, error) {
 		c.nodes = append(c.nodes, capturedNode{name: name, node: info.Node, alloc: info.Allocatable})
 		for _, t := range info.Tasks { // pods no Job of the session holds: other schedulers'
 			if _, held := s.Jobs[t.Job]; !held {
-				c.tasks = append(c.tasks, capture(t, ""))
+				ct := capture(t, "")
+				// a pod naming a Job the session does not hold: its PodGroup is gone or not yet
+				// seen (Volcano's snapshot leaves out a Job without its PodGroup)
+				ct.lostGroup = string(t.Job)
+				c.tasks = append(c.tasks, ct)
 			}
 		}
 	}
@@ -201,6 +206,15 @@ func (c *Capture) Build(memo Memo) (*Converted, Memo, error) {
 	if err := b.addTasks(c.tasks); err != nil {
 		return nil, nil, err
 	}
+	if b.lost > 0 {
+		noun := "tasks"
+		if b.lost == 1 {
+			noun = "task"
+		}
+		b.snap.Warnings = append(b.snap.Warnings, fmt.Sprintf(
+			"%d %s of PodGroups the session does not hold (e.g. %s): not movable, so their nodes are no candidates",
+			b.lost, noun, b.firstLost))
+	}
 	return &Converted{Snapshot: b.snap, Orphans: b.orphans}, b.next, nil
 }
 
@@ -211,7 +225,9 @@ type builder struct {
 	groups     map[string]int32
 	profiles   map[string]int32
 	resources  map[string]int // resource -> column in TaskColumns.Requests
-	orphans    int
+	orphans    int            // tasks on nodes the session does not hold (kept, on no node)
+	lost       int            // pods naming a Job the session does not hold
+	firstLost  string         // the first of them, "pod namespace/name: PodGroup namespace/name"
 	memo, next Memo
 }
 
@@ -297,16 +313,23 @@ func (b *builder) addTasks(tasks []capturedTask) error {
 		t := &tasks[k]
 		nodeIndex := int32(-1)
 		if t.status != api.Pending && t.nodeName != "" {
-			i, ok := b.nodes[t.nodeName]
-			if !ok {
+			// a node whose Node object is gone is not in the session, while its Job keeps the
+			// task: counted on no node, as Volcano counts it (the sidecar's decode warns)
+			if i, ok := b.nodes[t.nodeName]; ok {
+				nodeIndex = i
+			} else {
 				b.orphans++
-				continue
 			}
-			nodeIndex = i
 		}
 		group := int32(-1)
 		if t.group != "" {
 			group = b.groups[t.group]
+		}
+		if t.lostGroup != "" {
+			if b.lost == 0 {
+				b.firstLost = fmt.Sprintf("pod %s/%s: PodGroup %s", t.namespace, t.name, t.lostGroup)
+			}
+			b.lost++
 		}
 		facts, err := b.facts(t.pod)
 		if err != nil {

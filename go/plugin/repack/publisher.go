@@ -101,7 +101,7 @@ func (p *publisher) run() {
 			continue
 		}
 		if conv.Orphans > 0 {
-			klog.V(3).Infof("repack: session %s: %d tasks on nodes not in the session left out", j.capture.uid, conv.Orphans)
+			klog.V(3).Infof("repack: session %s: %d tasks on nodes not in the session (counted on no node)", j.capture.uid, conv.Orphans)
 		}
 		p.memo = memo
 		built := time.Since(started)

@@ -530,3 +530,60 @@ func TestConversionMatchesTheExtenderDecoder(t *testing.T) {
 	sort.Strings(names)
 	t.Logf("wrote %d-node session (%d bytes JSON, %d bytes snapshot) to %s", len(names), len(body), len(snap), dir)
 }
+
+// Real sessions dangle: Volcano's snapshot leaves out a node whose Node object is gone while its
+// Jobs keep their tasks, and a Job whose PodGroup is gone while its pods stay on their nodes.
+// Nothing is dropped: the first are kept on no node (the sidecar's decode warns), the second are
+// kept in no PodGroup with the Snapshot's warning naming one.
+func TestDanglingReferencesAreKeptAndNamed(t *testing.T) {
+	test := cluster()
+	ssn := test.RegisterSession(nil, nil)
+	defer test.Close()
+	all, err := repack.Convert(repack.Session{UID: string(ssn.UID), Jobs: ssn.Jobs, Nodes: ssn.Nodes}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	nodes := map[string]*api.NodeInfo{}
+	for name, info := range ssn.Nodes {
+		if name != "gpu-2" {
+			nodes[name] = info
+		}
+	}
+	conv, err := repack.Convert(repack.Session{UID: string(ssn.UID), Jobs: ssn.Jobs, Nodes: nodes}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onNone := map[string]bool{}
+	for _, task := range rows(conv.Snapshot) {
+		if task.Node == "" && task.Status != pb.Task_Pending {
+			onNone[task.Namespace+"/"+task.Name] = true
+		}
+	}
+	if conv.Orphans != 2 || !onNone["ml/train-1"] || !onNone["serve/infer-0"] {
+		t.Fatalf("tasks on gpu-2 should stay on no node: orphans %d, on none %v", conv.Orphans, onNone)
+	}
+	if got, want := len(conv.Snapshot.TaskColumns.Uid), len(all.Snapshot.TaskColumns.Uid); got != want {
+		t.Fatalf("%d tasks, want all %d", got, want)
+	}
+
+	jobs := map[api.JobID]*api.JobInfo{}
+	for id, job := range ssn.Jobs {
+		if id != "ml/train" {
+			jobs[id] = job
+		}
+	}
+	conv, err = repack.Convert(repack.Session{UID: string(ssn.UID), Jobs: jobs, Nodes: ssn.Nodes}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "2 tasks of PodGroups the session does not hold (e.g. pod ml/train-0: PodGroup ml/train): not movable, so their nodes are no candidates"
+	if len(conv.Snapshot.Warnings) != 1 || conv.Snapshot.Warnings[0] != want {
+		t.Fatalf("warnings %q, want [%q]", conv.Snapshot.Warnings, want)
+	}
+	for _, task := range rows(conv.Snapshot) {
+		if strings.HasPrefix(task.Name, "train-") && (task.PodGroup != "" || task.Node == "") {
+			t.Fatalf("%s: want on its node, in no PodGroup; got node %q group %q", task.Name, task.Node, task.PodGroup)
+		}
+	}
+}

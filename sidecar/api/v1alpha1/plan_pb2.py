@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"volcano/repack/v1alpha1/plan.proto\x12\x17volcano.repack.v1alpha1\"\xed\x01\n\rFragmentation\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x17\n\x0fproviding_nodes\x18\x02 \x01(\x05\x12\x16\n\x0eoccupied_nodes\x18\x03 \x01(\x05\x12\x1a\n\x12min_occupied_nodes\x18\x04 \x01(\x05\x12\x1d\n\x15\x66ragmentation_percent\x18\x05 \x01(\x01\x12\x11\n\tmin_exact\x18\x06 \x01(\x08\x12\x12\n\nmin_method\x18\x07 \x01(\t\x12\x11\n\tallocated\x18\x08 \x01(\x01\x12\x13\n\x0b\x61llocatable\x18\t \x01(\x01\x12\x0f\n\x07message\x18\n \x01(\t\"\x82\x01\n\x0cRepackStatus\x12\r\n\x05phase\x18\x01 \x01(\t\x12+\n\x04plan\x18\x02 \x01(\x0b\x32\x1d.volcano.repack.v1alpha1.Plan\x12\x36\n\nconditions\x18\x03 \x03(\x0b\x32\".volcano.repack.v1alpha1.Condition\"\xcb\x01\n\x04Plan\x12\x35\n\x07summary\x18\x01 \x01(\x0b\x32$.volcano.repack.v1alpha1.PlanSummary\x12\x34\n\x05moves\x18\x02 \x03(\x0b\x32%.volcano.repack.v1alpha1.WorkloadMove\x12\x13\n\x0b\x66reed_nodes\x18\x03 \x03(\t\x12\x41\n\ncandidates\x18\x04 \x03(\x0b\x32-.volcano.repack.v1alpha1.CandidateExplanation\"\xec\x02\n\x0bPlanSummary\x12\x1b\n\x13\x66rag_before_percent\x18\x01 \x01(\x01\x12\x1a\n\x12\x66rag_after_percent\x18\x02 \x01(\x01\x12\x18\n\x10\x66reed_node_count\x18\x03 \x01(\x05\x12\x18\n\x10moved_card_count\x18\x04 \x01(\x01\x12>\n\x0eresolved_scope\x18\x05 \x01(\x0b\x32&.volcano.repack.v1alpha1.ResolvedScope\x12\x10\n\x08resource\x18\x06 \x01(\t\x12\x36\n\x06\x62\x65\x66ore\x18\x07 \x01(\x0b\x32&.volcano.repack.v1alpha1.Fragmentation\x12\x35\n\x05\x61\x66ter\x18\x08 \x01(\x0b\x32&.volcano.repack.v1alpha1.Fragmentation\x12/\n\x04\x63ost\x18\t \x01(\x0b\x32!.volcano.repack.v1alpha1.PlanCost\"\x8f\x01\n\x08PlanCost\x12\x1a\n\x12\x61\x66\x66\x65\x63ted_workloads\x18\x01 \x01(\x05\x12&\n\x1epod_groups_below_min_available\x18\x02 \x01(\x05\x12\x16\n\x0e\x61\x66\x66\x65\x63ted_cards\x18\x03 \x01(\x01\x12\x13\n\x0bmoved_cards\x18\x04 \x01(\x01\x12\x12\n\nmoved_pods\x18\x05 \x01(\x05\"<\n\rResolvedScope\x12\x17\n\x0fpod_group_count\x18\x01 \x01(\x05\x12\x12\n\nnode_count\x18\x02 \x01(\x05\"\xaf\x01\n\x0cWorkloadMove\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0epod_group_name\x18\x02 \x01(\t\x12\x35\n\x05owner\x18\x03 \x01(\x0b\x32&.volcano.repack.v1alpha1.WorkloadOwner\x12\r\n\x05\x63\x61rds\x18\x04 \x01(\x01\x12.\n\x04pods\x18\x05 \x03(\x0b\x32 .volcano.repack.v1alpha1.PodMove\"@\n\rWorkloadOwner\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"J\n\x07PodMove\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tfrom_node\x18\x02 \x01(\t\x12\x0f\n\x07to_node\x18\x03 \x01(\t\x12\r\n\x05\x63\x61rds\x18\x04 \x01(\x01\"J\n\tCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"W\n\x14\x43\x61ndidateExplanation\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x10\n\x08selected\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\tB)Z\'volcano.sh/repack/api/v1alpha1;v1alpha1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"volcano/repack/v1alpha1/plan.proto\x12\x17volcano.repack.v1alpha1\"\xed\x01\n\rFragmentation\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x17\n\x0fproviding_nodes\x18\x02 \x01(\x05\x12\x16\n\x0eoccupied_nodes\x18\x03 \x01(\x05\x12\x1a\n\x12min_occupied_nodes\x18\x04 \x01(\x05\x12\x1d\n\x15\x66ragmentation_percent\x18\x05 \x01(\x01\x12\x11\n\tmin_exact\x18\x06 \x01(\x08\x12\x12\n\nmin_method\x18\x07 \x01(\t\x12\x11\n\tallocated\x18\x08 \x01(\x01\x12\x13\n\x0b\x61llocatable\x18\t \x01(\x01\x12\x0f\n\x07message\x18\n \x01(\t\"\x94\x01\n\x0cRepackStatus\x12\r\n\x05phase\x18\x01 \x01(\t\x12+\n\x04plan\x18\x02 \x01(\x0b\x32\x1d.volcano.repack.v1alpha1.Plan\x12\x36\n\nconditions\x18\x03 \x03(\x0b\x32\".volcano.repack.v1alpha1.Condition\x12\x10\n\x08warnings\x18\x04 \x03(\t\"\xcb\x01\n\x04Plan\x12\x35\n\x07summary\x18\x01 \x01(\x0b\x32$.volcano.repack.v1alpha1.PlanSummary\x12\x34\n\x05moves\x18\x02 \x03(\x0b\x32%.volcano.repack.v1alpha1.WorkloadMove\x12\x13\n\x0b\x66reed_nodes\x18\x03 \x03(\t\x12\x41\n\ncandidates\x18\x04 \x03(\x0b\x32-.volcano.repack.v1alpha1.CandidateExplanation\"\xec\x02\n\x0bPlanSummary\x12\x1b\n\x13\x66rag_before_percent\x18\x01 \x01(\x01\x12\x1a\n\x12\x66rag_after_percent\x18\x02 \x01(\x01\x12\x18\n\x10\x66reed_node_count\x18\x03 \x01(\x05\x12\x18\n\x10moved_card_count\x18\x04 \x01(\x01\x12>\n\x0eresolved_scope\x18\x05 \x01(\x0b\x32&.volcano.repack.v1alpha1.ResolvedScope\x12\x10\n\x08resource\x18\x06 \x01(\t\x12\x36\n\x06\x62\x65\x66ore\x18\x07 \x01(\x0b\x32&.volcano.repack.v1alpha1.Fragmentation\x12\x35\n\x05\x61\x66ter\x18\x08 \x01(\x0b\x32&.volcano.repack.v1alpha1.Fragmentation\x12/\n\x04\x63ost\x18\t \x01(\x0b\x32!.volcano.repack.v1alpha1.PlanCost\"\x8f\x01\n\x08PlanCost\x12\x1a\n\x12\x61\x66\x66\x65\x63ted_workloads\x18\x01 \x01(\x05\x12&\n\x1epod_groups_below_min_available\x18\x02 \x01(\x05\x12\x16\n\x0e\x61\x66\x66\x65\x63ted_cards\x18\x03 \x01(\x01\x12\x13\n\x0bmoved_cards\x18\x04 \x01(\x01\x12\x12\n\nmoved_pods\x18\x05 \x01(\x05\"<\n\rResolvedScope\x12\x17\n\x0fpod_group_count\x18\x01 \x01(\x05\x12\x12\n\nnode_count\x18\x02 \x01(\x05\"\xaf\x01\n\x0cWorkloadMove\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0epod_group_name\x18\x02 \x01(\t\x12\x35\n\x05owner\x18\x03 \x01(\x0b\x32&.volcano.repack.v1alpha1.WorkloadOwner\x12\r\n\x05\x63\x61rds\x18\x04 \x01(\x01\x12.\n\x04pods\x18\x05 \x03(\x0b\x32 .volcano.repack.v1alpha1.PodMove\"@\n\rWorkloadOwner\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"J\n\x07PodMove\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tfrom_node\x18\x02 \x01(\t\x12\x0f\n\x07to_node\x18\x03 \x01(\t\x12\r\n\x05\x63\x61rds\x18\x04 \x01(\x01\"J\n\tCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"W\n\x14\x43\x61ndidateExplanation\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x10\n\x08selected\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\tB)Z\'volcano.sh/repack/api/v1alpha1;v1alpha1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,23 +35,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FRAGMENTATION']._serialized_start=64
   _globals['_FRAGMENTATION']._serialized_end=301
   _globals['_REPACKSTATUS']._serialized_start=304
-  _globals['_REPACKSTATUS']._serialized_end=434
-  _globals['_PLAN']._serialized_start=437
-  _globals['_PLAN']._serialized_end=640
-  _globals['_PLANSUMMARY']._serialized_start=643
-  _globals['_PLANSUMMARY']._serialized_end=1007
-  _globals['_PLANCOST']._serialized_start=1010
-  _globals['_PLANCOST']._serialized_end=1153
-  _globals['_RESOLVEDSCOPE']._serialized_start=1155
-  _globals['_RESOLVEDSCOPE']._serialized_end=1215
-  _globals['_WORKLOADMOVE']._serialized_start=1218
-  _globals['_WORKLOADMOVE']._serialized_end=1393
-  _globals['_WORKLOADOWNER']._serialized_start=1395
-  _globals['_WORKLOADOWNER']._serialized_end=1459
-  _globals['_PODMOVE']._serialized_start=1461
-  _globals['_PODMOVE']._serialized_end=1535
-  _globals['_CONDITION']._serialized_start=1537
-  _globals['_CONDITION']._serialized_end=1611
-  _globals['_CANDIDATEEXPLANATION']._serialized_start=1613
-  _globals['_CANDIDATEEXPLANATION']._serialized_end=1700
+  _globals['_REPACKSTATUS']._serialized_end=452
+  _globals['_PLAN']._serialized_start=455
+  _globals['_PLAN']._serialized_end=658
+  _globals['_PLANSUMMARY']._serialized_start=661
+  _globals['_PLANSUMMARY']._serialized_end=1025
+  _globals['_PLANCOST']._serialized_start=1028
+  _globals['_PLANCOST']._serialized_end=1171
+  _globals['_RESOLVEDSCOPE']._serialized_start=1173
+  _globals['_RESOLVEDSCOPE']._serialized_end=1233
+  _globals['_WORKLOADMOVE']._serialized_start=1236
+  _globals['_WORKLOADMOVE']._serialized_end=1411
+  _globals['_WORKLOADOWNER']._serialized_start=1413
+  _globals['_WORKLOADOWNER']._serialized_end=1477
+  _globals['_PODMOVE']._serialized_start=1479
+  _globals['_PODMOVE']._serialized_end=1553
+  _globals['_CONDITION']._serialized_start=1555
+  _globals['_CONDITION']._serialized_end=1629
+  _globals['_CANDIDATEEXPLANATION']._serialized_start=1631
+  _globals['_CANDIDATEEXPLANATION']._serialized_end=1718
 # @@protoc_insertion_point(module_scope)

@@ -31,14 +31,16 @@ class Fragmentation(_message.Message):
     def __init__(self, resource: _Optional[str] = ..., providing_nodes: _Optional[int] = ..., occupied_nodes: _Optional[int] = ..., min_occupied_nodes: _Optional[int] = ..., fragmentation_percent: _Optional[float] = ..., min_exact: _Optional[bool] = ..., min_method: _Optional[str] = ..., allocated: _Optional[float] = ..., allocatable: _Optional[float] = ..., message: _Optional[str] = ...) -> None: ...
 
 class RepackStatus(_message.Message):
-    __slots__ = ("phase", "plan", "conditions")
+    __slots__ = ("phase", "plan", "conditions", "warnings")
     PHASE_FIELD_NUMBER: _ClassVar[int]
     PLAN_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     phase: str
     plan: Plan
     conditions: _containers.RepeatedCompositeFieldContainer[Condition]
-    def __init__(self, phase: _Optional[str] = ..., plan: _Optional[_Union[Plan, _Mapping]] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, phase: _Optional[str] = ..., plan: _Optional[_Union[Plan, _Mapping]] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Plan(_message.Message):
     __slots__ = ("summary", "moves", "freed_nodes", "candidates")

@@ -28,7 +28,7 @@ from sidecar.api.v1alpha1 import snapshot_pb2 as volcano_dot_repack_dot_v1alpha1
 from sidecar.api.v1alpha1 import spec_pb2 as volcano_dot_repack_dot_v1alpha1_dot_spec__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%volcano/repack/v1alpha1/service.proto\x12\x17volcano.repack.v1alpha1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\"volcano/repack/v1alpha1/plan.proto\x1a&volcano/repack/v1alpha1/snapshot.proto\x1a\"volcano/repack/v1alpha1/spec.proto\"{\n\x0f\x45valuateRequest\x12\x35\n\x08snapshot\x18\x01 \x01(\x0b\x32!.volcano.repack.v1alpha1.SnapshotH\x00\x12\x14\n\nsession_id\x18\x02 \x01(\tH\x00\x12\x11\n\tresources\x18\x03 \x03(\tB\x08\n\x06source\"M\n\x10\x45valuateResponse\x12\x39\n\tresources\x18\x01 \x03(\x0b\x32&.volcano.repack.v1alpha1.Fragmentation\"\x97\x01\n\x0bPlanRequest\x12\x35\n\x08snapshot\x18\x01 \x01(\x0b\x32!.volcano.repack.v1alpha1.SnapshotH\x00\x12\x14\n\nsession_id\x18\x02 \x01(\tH\x00\x12\x31\n\x04spec\x18\x03 \x01(\x0b\x32#.volcano.repack.v1alpha1.RepackSpecB\x08\n\x06source\"E\n\x0cPlanResponse\x12\x35\n\x06status\x18\x01 \x01(\x0b\x32%.volcano.repack.v1alpha1.RepackStatus\"\xc3\x01\n\rFilterRequest\x12\x35\n\x08snapshot\x18\x01 \x01(\x0b\x32!.volcano.repack.v1alpha1.SnapshotH\x00\x12\x14\n\nsession_id\x18\x02 \x01(\tH\x00\x12\x12\n\x08task_uid\x18\x03 \x01(\tH\x01\x12-\n\x04task\x18\x04 \x01(\x0b\x32\x1d.volcano.repack.v1alpha1.TaskH\x01\x12\r\n\x05nodes\x18\x05 \x03(\tB\x08\n\x06sourceB\t\n\x07subject\"\x92\x01\n\x0e\x46ilterResponse\x12\x16\n\x0e\x66\x65\x61sible_nodes\x18\x01 \x03(\t\x12\x1e\n\x16\x66uture_idle_only_nodes\x18\x02 \x03(\t\x12\x37\n\x08\x66\x61ilures\x18\x03 \x03(\x0b\x32%.volcano.repack.v1alpha1.FailureGroup\x12\x0f\n\x07message\x18\x04 \x01(\t\"b\n\x0c\x46\x61ilureGroup\x12\x0f\n\x07reasons\x18\x01 \x03(\t\x12\r\n\x05nodes\x18\x02 \x03(\t\x12\x32\n\x04\x63ode\x18\x03 \x01(\x0e\x32$.volcano.repack.v1alpha1.FailureCode\"\xc7\x01\n\x11PrioritizeRequest\x12\x35\n\x08snapshot\x18\x01 \x01(\x0b\x32!.volcano.repack.v1alpha1.SnapshotH\x00\x12\x14\n\nsession_id\x18\x02 \x01(\tH\x00\x12\x12\n\x08task_uid\x18\x03 \x01(\tH\x01\x12-\n\x04task\x18\x04 \x01(\x0b\x32\x1d.volcano.repack.v1alpha1.TaskH\x01\x12\r\n\x05nodes\x18\x05 \x03(\tB\x08\n\x06sourceB\t\n\x07subject\"\x81\x01\n\x12PrioritizeResponse\x12\x32\n\x06scores\x18\x01 \x03(\x0b\x32\".volcano.repack.v1alpha1.NodeScore\x12\x37\n\x08\x66\x61ilures\x18\x02 \x03(\x0b\x32%.volcano.repack.v1alpha1.FailureGroup\"\x9a\x01\n\tNodeScore\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12@\n\x07plugins\x18\x03 \x03(\x0b\x32/.volcano.repack.v1alpha1.NodeScore.PluginsEntry\x1a.\n\x0cPluginsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"r\n\x12OpenSessionRequest\x12\x33\n\x08snapshot\x18\x01 \x01(\x0b\x32!.volcano.repack.v1alpha1.Snapshot\x12\x13\n\x0bttl_seconds\x18\x02 \x01(\x05\x12\x12\n\npublish_as\x18\x03 \x01(\t\"\x81\x01\n\x13OpenSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12.\n\nexpires_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nnode_count\x18\x03 \x01(\x05\x12\x12\n\ntask_count\x18\x04 \x01(\x05\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"&\n\x14\x43loseSessionResponse\x12\x0e\n\x06\x63losed\x18\x01 \x01(\x08\"\x87\x01\n\x11SupplementRequest\x12\x36\n\nnamespaces\x18\x01 \x03(\x0b\x32\".volcano.repack.v1alpha1.Namespace\x12:\n\x04pdbs\x18\x02 \x03(\x0b\x32,.volcano.repack.v1alpha1.PodDisruptionBudget\"X\n\x12SupplementResponse\x12\x17\n\x0fnamespace_count\x18\x01 \x01(\x05\x12\x11\n\tpdb_count\x18\x02 \x01(\x05\x12\x16\n\x0elatest_updated\x18\x03 \x01(\x08*b\n\x0b\x46\x61ilureCode\x12\x1c\n\x18\x46\x41ILURE_CODE_UNSPECIFIED\x10\x00\x12\x11\n\rUNSCHEDULABLE\x10\x01\x12\"\n\x1eUNSCHEDULABLE_AND_UNRESOLVABLE\x10\x02\x32\xbe\x05\n\x06Repack\x12_\n\x08\x45valuate\x12(.volcano.repack.v1alpha1.EvaluateRequest\x1a).volcano.repack.v1alpha1.EvaluateResponse\x12S\n\x04Plan\x12$.volcano.repack.v1alpha1.PlanRequest\x1a%.volcano.repack.v1alpha1.PlanResponse\x12Y\n\x06\x46ilter\x12&.volcano.repack.v1alpha1.FilterRequest\x1a\'.volcano.repack.v1alpha1.FilterResponse\x12\x65\n\nPrioritize\x12*.volcano.repack.v1alpha1.PrioritizeRequest\x1a+.volcano.repack.v1alpha1.PrioritizeResponse\x12h\n\x0bOpenSession\x12+.volcano.repack.v1alpha1.OpenSessionRequest\x1a,.volcano.repack.v1alpha1.OpenSessionResponse\x12k\n\x0c\x43loseSession\x12,.volcano.repack.v1alpha1.CloseSessionRequest\x1a-.volcano.repack.v1alpha1.CloseSessionResponse\x12\x65\n\nSupplement\x12*.volcano.repack.v1alpha1.SupplementRequest\x1a+.volcano.repack.v1alpha1.SupplementResponseB)Z\'volcano.sh/repack/api/v1alpha1;v1alpha1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%volcano/repack/v1alpha1/service.proto\x12\x17volcano.repack.v1alpha1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\"volcano/repack/v1alpha1/plan.proto\x1a&volcano/repack/v1alpha1/snapshot.proto\x1a\"volcano/repack/v1alpha1/spec.proto\"{\n\x0f\x45valuateRequest\x12\x35\n\x08snapshot\x18\x01 \x01(\x0b\x32!.volcano.repack.v1alpha1.SnapshotH\x00\x12\x14\n\nsession_id\x18\x02 \x01(\tH\x00\x12\x11\n\tresources\x18\x03 \x03(\tB\x08\n\x06source\"_\n\x10\x45valuateResponse\x12\x39\n\tresources\x18\x01 \x03(\x0b\x32&.volcano.repack.v1alpha1.Fragmentation\x12\x10\n\x08warnings\x18\x02 \x03(\t\"\x97\x01\n\x0bPlanRequest\x12\x35\n\x08snapshot\x18\x01 \x01(\x0b\x32!.volcano.repack.v1alpha1.SnapshotH\x00\x12\x14\n\nsession_id\x18\x02 \x01(\tH\x00\x12\x31\n\x04spec\x18\x03 \x01(\x0b\x32#.volcano.repack.v1alpha1.RepackSpecB\x08\n\x06source\"E\n\x0cPlanResponse\x12\x35\n\x06status\x18\x01 \x01(\x0b\x32%.volcano.repack.v1alpha1.RepackStatus\"\xc3\x01\n\rFilterRequest\x12\x35\n\x08snapshot\x18\x01 \x01(\x0b\x32!.volcano.repack.v1alpha1.SnapshotH\x00\x12\x14\n\nsession_id\x18\x02 \x01(\tH\x00\x12\x12\n\x08task_uid\x18\x03 \x01(\tH\x01\x12-\n\x04task\x18\x04 \x01(\x0b\x32\x1d.volcano.repack.v1alpha1.TaskH\x01\x12\r\n\x05nodes\x18\x05 \x03(\tB\x08\n\x06sourceB\t\n\x07subject\"\xa4\x01\n\x0e\x46ilterResponse\x12\x16\n\x0e\x66\x65\x61sible_nodes\x18\x01 \x03(\t\x12\x1e\n\x16\x66uture_idle_only_nodes\x18\x02 \x03(\t\x12\x37\n\x08\x66\x61ilures\x18\x03 \x03(\x0b\x32%.volcano.repack.v1alpha1.FailureGroup\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x10\n\x08warnings\x18\x05 \x03(\t\"b\n\x0c\x46\x61ilureGroup\x12\x0f\n\x07reasons\x18\x01 \x03(\t\x12\r\n\x05nodes\x18\x02 \x03(\t\x12\x32\n\x04\x63ode\x18\x03 \x01(\x0e\x32$.volcano.repack.v1alpha1.FailureCode\"\xc7\x01\n\x11PrioritizeRequest\x12\x35\n\x08snapshot\x18\x01 \x01(\x0b\x32!.volcano.repack.v1alpha1.SnapshotH\x00\x12\x14\n\nsession_id\x18\x02 \x01(\tH\x00\x12\x12\n\x08task_uid\x18\x03 \x01(\tH\x01\x12-\n\x04task\x18\x04 \x01(\x0b\x32\x1d.volcano.repack.v1alpha1.TaskH\x01\x12\r\n\x05nodes\x18\x05 \x03(\tB\x08\n\x06sourceB\t\n\x07subject\"\x93\x01\n\x12PrioritizeResponse\x12\x32\n\x06scores\x18\x01 \x03(\x0b\x32\".volcano.repack.v1alpha1.NodeScore\x12\x37\n\x08\x66\x61ilures\x18\x02 \x03(\x0b\x32%.volcano.repack.v1alpha1.FailureGroup\x12\x10\n\x08warnings\x18\x03 \x03(\t\"\x9a\x01\n\tNodeScore\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12@\n\x07plugins\x18\x03 \x03(\x0b\x32/.volcano.repack.v1alpha1.NodeScore.PluginsEntry\x1a.\n\x0cPluginsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"r\n\x12OpenSessionRequest\x12\x33\n\x08snapshot\x18\x01 \x01(\x0b\x32!.volcano.repack.v1alpha1.Snapshot\x12\x13\n\x0bttl_seconds\x18\x02 \x01(\x05\x12\x12\n\npublish_as\x18\x03 \x01(\t\"\x93\x01\n\x13OpenSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12.\n\nexpires_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nnode_count\x18\x03 \x01(\x05\x12\x12\n\ntask_count\x18\x04 \x01(\x05\x12\x10\n\x08warnings\x18\x05 \x03(\t\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"&\n\x14\x43loseSessionResponse\x12\x0e\n\x06\x63losed\x18\x01 \x01(\x08\"\x87\x01\n\x11SupplementRequest\x12\x36\n\nnamespaces\x18\x01 \x03(\x0b\x32\".volcano.repack.v1alpha1.Namespace\x12:\n\x04pdbs\x18\x02 \x03(\x0b\x32,.volcano.repack.v1alpha1.PodDisruptionBudget\"X\n\x12SupplementResponse\x12\x17\n\x0fnamespace_count\x18\x01 \x01(\x05\x12\x11\n\tpdb_count\x18\x02 \x01(\x05\x12\x16\n\x0elatest_updated\x18\x03 \x01(\x08*b\n\x0b\x46\x61ilureCode\x12\x1c\n\x18\x46\x41ILURE_CODE_UNSPECIFIED\x10\x00\x12\x11\n\rUNSCHEDULABLE\x10\x01\x12\"\n\x1eUNSCHEDULABLE_AND_UNRESOLVABLE\x10\x02\x32\xbe\x05\n\x06Repack\x12_\n\x08\x45valuate\x12(.volcano.repack.v1alpha1.EvaluateRequest\x1a).volcano.repack.v1alpha1.EvaluateResponse\x12S\n\x04Plan\x12$.volcano.repack.v1alpha1.PlanRequest\x1a%.volcano.repack.v1alpha1.PlanResponse\x12Y\n\x06\x46ilter\x12&.volcano.repack.v1alpha1.FilterRequest\x1a\'.volcano.repack.v1alpha1.FilterResponse\x12\x65\n\nPrioritize\x12*.volcano.repack.v1alpha1.PrioritizeRequest\x1a+.volcano.repack.v1alpha1.PrioritizeResponse\x12h\n\x0bOpenSession\x12+.volcano.repack.v1alpha1.OpenSessionRequest\x1a,.volcano.repack.v1alpha1.OpenSessionResponse\x12k\n\x0c\x43loseSession\x12,.volcano.repack.v1alpha1.CloseSessionRequest\x1a-.volcano.repack.v1alpha1.CloseSessionResponse\x12\x65\n\nSupplement\x12*.volcano.repack.v1alpha1.SupplementRequest\x1a+.volcano.repack.v1alpha1.SupplementResponseB)Z\'volcano.sh/repack/api/v1alpha1;v1alpha1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,42 +38,42 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'Z\'volcano.sh/repack/api/v1alpha1;v1alpha1'
   _globals['_NODESCORE_PLUGINSENTRY']._loaded_options = None
   _globals['_NODESCORE_PLUGINSENTRY']._serialized_options = b'8\001'
-  _globals['_FAILURECODE']._serialized_start=2137
-  _globals['_FAILURECODE']._serialized_end=2235
+  _globals['_FAILURECODE']._serialized_start=2209
+  _globals['_FAILURECODE']._serialized_end=2307
   _globals['_EVALUATEREQUEST']._serialized_start=211
   _globals['_EVALUATEREQUEST']._serialized_end=334
   _globals['_EVALUATERESPONSE']._serialized_start=336
-  _globals['_EVALUATERESPONSE']._serialized_end=413
-  _globals['_PLANREQUEST']._serialized_start=416
-  _globals['_PLANREQUEST']._serialized_end=567
-  _globals['_PLANRESPONSE']._serialized_start=569
-  _globals['_PLANRESPONSE']._serialized_end=638
-  _globals['_FILTERREQUEST']._serialized_start=641
-  _globals['_FILTERREQUEST']._serialized_end=836
-  _globals['_FILTERRESPONSE']._serialized_start=839
-  _globals['_FILTERRESPONSE']._serialized_end=985
-  _globals['_FAILUREGROUP']._serialized_start=987
-  _globals['_FAILUREGROUP']._serialized_end=1085
-  _globals['_PRIORITIZEREQUEST']._serialized_start=1088
-  _globals['_PRIORITIZEREQUEST']._serialized_end=1287
-  _globals['_PRIORITIZERESPONSE']._serialized_start=1290
-  _globals['_PRIORITIZERESPONSE']._serialized_end=1419
-  _globals['_NODESCORE']._serialized_start=1422
-  _globals['_NODESCORE']._serialized_end=1576
-  _globals['_NODESCORE_PLUGINSENTRY']._serialized_start=1530
-  _globals['_NODESCORE_PLUGINSENTRY']._serialized_end=1576
-  _globals['_OPENSESSIONREQUEST']._serialized_start=1578
-  _globals['_OPENSESSIONREQUEST']._serialized_end=1692
-  _globals['_OPENSESSIONRESPONSE']._serialized_start=1695
-  _globals['_OPENSESSIONRESPONSE']._serialized_end=1824
-  _globals['_CLOSESESSIONREQUEST']._serialized_start=1826
-  _globals['_CLOSESESSIONREQUEST']._serialized_end=1867
-  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1869
-  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1907
-  _globals['_SUPPLEMENTREQUEST']._serialized_start=1910
-  _globals['_SUPPLEMENTREQUEST']._serialized_end=2045
-  _globals['_SUPPLEMENTRESPONSE']._serialized_start=2047
-  _globals['_SUPPLEMENTRESPONSE']._serialized_end=2135
-  _globals['_REPACK']._serialized_start=2238
-  _globals['_REPACK']._serialized_end=2940
+  _globals['_EVALUATERESPONSE']._serialized_end=431
+  _globals['_PLANREQUEST']._serialized_start=434
+  _globals['_PLANREQUEST']._serialized_end=585
+  _globals['_PLANRESPONSE']._serialized_start=587
+  _globals['_PLANRESPONSE']._serialized_end=656
+  _globals['_FILTERREQUEST']._serialized_start=659
+  _globals['_FILTERREQUEST']._serialized_end=854
+  _globals['_FILTERRESPONSE']._serialized_start=857
+  _globals['_FILTERRESPONSE']._serialized_end=1021
+  _globals['_FAILUREGROUP']._serialized_start=1023
+  _globals['_FAILUREGROUP']._serialized_end=1121
+  _globals['_PRIORITIZEREQUEST']._serialized_start=1124
+  _globals['_PRIORITIZEREQUEST']._serialized_end=1323
+  _globals['_PRIORITIZERESPONSE']._serialized_start=1326
+  _globals['_PRIORITIZERESPONSE']._serialized_end=1473
+  _globals['_NODESCORE']._serialized_start=1476
+  _globals['_NODESCORE']._serialized_end=1630
+  _globals['_NODESCORE_PLUGINSENTRY']._serialized_start=1584
+  _globals['_NODESCORE_PLUGINSENTRY']._serialized_end=1630
+  _globals['_OPENSESSIONREQUEST']._serialized_start=1632
+  _globals['_OPENSESSIONREQUEST']._serialized_end=1746
+  _globals['_OPENSESSIONRESPONSE']._serialized_start=1749
+  _globals['_OPENSESSIONRESPONSE']._serialized_end=1896
+  _globals['_CLOSESESSIONREQUEST']._serialized_start=1898
+  _globals['_CLOSESESSIONREQUEST']._serialized_end=1939
+  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1941
+  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1979
+  _globals['_SUPPLEMENTREQUEST']._serialized_start=1982
+  _globals['_SUPPLEMENTREQUEST']._serialized_end=2117
+  _globals['_SUPPLEMENTRESPONSE']._serialized_start=2119
+  _globals['_SUPPLEMENTRESPONSE']._serialized_end=2207
+  _globals['_REPACK']._serialized_start=2310
+  _globals['_REPACK']._serialized_end=3012
 # @@protoc_insertion_point(module_scope)

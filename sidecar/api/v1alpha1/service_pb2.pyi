@@ -33,10 +33,12 @@ class EvaluateRequest(_message.Message):
     def __init__(self, snapshot: _Optional[_Union[_snapshot_pb2.Snapshot, _Mapping]] = ..., session_id: _Optional[str] = ..., resources: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class EvaluateResponse(_message.Message):
-    __slots__ = ("resources",)
+    __slots__ = ("resources", "warnings")
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     resources: _containers.RepeatedCompositeFieldContainer[_plan_pb2.Fragmentation]
-    def __init__(self, resources: _Optional[_Iterable[_Union[_plan_pb2.Fragmentation, _Mapping]]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, resources: _Optional[_Iterable[_Union[_plan_pb2.Fragmentation, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PlanRequest(_message.Message):
     __slots__ = ("snapshot", "session_id", "spec")
@@ -69,16 +71,18 @@ class FilterRequest(_message.Message):
     def __init__(self, snapshot: _Optional[_Union[_snapshot_pb2.Snapshot, _Mapping]] = ..., session_id: _Optional[str] = ..., task_uid: _Optional[str] = ..., task: _Optional[_Union[_snapshot_pb2.Task, _Mapping]] = ..., nodes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class FilterResponse(_message.Message):
-    __slots__ = ("feasible_nodes", "future_idle_only_nodes", "failures", "message")
+    __slots__ = ("feasible_nodes", "future_idle_only_nodes", "failures", "message", "warnings")
     FEASIBLE_NODES_FIELD_NUMBER: _ClassVar[int]
     FUTURE_IDLE_ONLY_NODES_FIELD_NUMBER: _ClassVar[int]
     FAILURES_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     feasible_nodes: _containers.RepeatedScalarFieldContainer[str]
     future_idle_only_nodes: _containers.RepeatedScalarFieldContainer[str]
     failures: _containers.RepeatedCompositeFieldContainer[FailureGroup]
     message: str
-    def __init__(self, feasible_nodes: _Optional[_Iterable[str]] = ..., future_idle_only_nodes: _Optional[_Iterable[str]] = ..., failures: _Optional[_Iterable[_Union[FailureGroup, _Mapping]]] = ..., message: _Optional[str] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, feasible_nodes: _Optional[_Iterable[str]] = ..., future_idle_only_nodes: _Optional[_Iterable[str]] = ..., failures: _Optional[_Iterable[_Union[FailureGroup, _Mapping]]] = ..., message: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class FailureGroup(_message.Message):
     __slots__ = ("reasons", "nodes", "code")
@@ -105,12 +109,14 @@ class PrioritizeRequest(_message.Message):
     def __init__(self, snapshot: _Optional[_Union[_snapshot_pb2.Snapshot, _Mapping]] = ..., session_id: _Optional[str] = ..., task_uid: _Optional[str] = ..., task: _Optional[_Union[_snapshot_pb2.Task, _Mapping]] = ..., nodes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PrioritizeResponse(_message.Message):
-    __slots__ = ("scores", "failures")
+    __slots__ = ("scores", "failures", "warnings")
     SCORES_FIELD_NUMBER: _ClassVar[int]
     FAILURES_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     scores: _containers.RepeatedCompositeFieldContainer[NodeScore]
     failures: _containers.RepeatedCompositeFieldContainer[FailureGroup]
-    def __init__(self, scores: _Optional[_Iterable[_Union[NodeScore, _Mapping]]] = ..., failures: _Optional[_Iterable[_Union[FailureGroup, _Mapping]]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, scores: _Optional[_Iterable[_Union[NodeScore, _Mapping]]] = ..., failures: _Optional[_Iterable[_Union[FailureGroup, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class NodeScore(_message.Message):
     __slots__ = ("node", "score", "plugins")
@@ -140,16 +146,18 @@ class OpenSessionRequest(_message.Message):
     def __init__(self, snapshot: _Optional[_Union[_snapshot_pb2.Snapshot, _Mapping]] = ..., ttl_seconds: _Optional[int] = ..., publish_as: _Optional[str] = ...) -> None: ...
 
 class OpenSessionResponse(_message.Message):
-    __slots__ = ("session_id", "expires_at", "node_count", "task_count")
+    __slots__ = ("session_id", "expires_at", "node_count", "task_count", "warnings")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     NODE_COUNT_FIELD_NUMBER: _ClassVar[int]
     TASK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     expires_at: _timestamp_pb2.Timestamp
     node_count: int
     task_count: int
-    def __init__(self, session_id: _Optional[str] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., node_count: _Optional[int] = ..., task_count: _Optional[int] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, session_id: _Optional[str] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., node_count: _Optional[int] = ..., task_count: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CloseSessionRequest(_message.Message):
     __slots__ = ("session_id",)

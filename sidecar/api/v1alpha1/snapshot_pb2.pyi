@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Snapshot(_message.Message):
-    __slots__ = ("name", "nodes", "tasks", "task_columns", "profiles", "pod_groups", "pdbs", "namespaces", "scheduler_config")
+    __slots__ = ("name", "nodes", "tasks", "task_columns", "profiles", "pod_groups", "pdbs", "namespaces", "scheduler_config", "warnings")
     NAME_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
@@ -18,6 +18,7 @@ class Snapshot(_message.Message):
     PDBS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
     SCHEDULER_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     name: str
     nodes: _containers.RepeatedCompositeFieldContainer[Node]
     tasks: _containers.RepeatedCompositeFieldContainer[Task]
@@ -27,7 +28,8 @@ class Snapshot(_message.Message):
     pdbs: _containers.RepeatedCompositeFieldContainer[PodDisruptionBudget]
     namespaces: _containers.RepeatedCompositeFieldContainer[Namespace]
     scheduler_config: SchedulerConfig
-    def __init__(self, name: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ..., task_columns: _Optional[_Union[TaskColumns, _Mapping]] = ..., profiles: _Optional[_Iterable[_Union[TaskProfile, _Mapping]]] = ..., pod_groups: _Optional[_Iterable[_Union[PodGroup, _Mapping]]] = ..., pdbs: _Optional[_Iterable[_Union[PodDisruptionBudget, _Mapping]]] = ..., namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ..., scheduler_config: _Optional[_Union[SchedulerConfig, _Mapping]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ..., task_columns: _Optional[_Union[TaskColumns, _Mapping]] = ..., profiles: _Optional[_Iterable[_Union[TaskProfile, _Mapping]]] = ..., pod_groups: _Optional[_Iterable[_Union[PodGroup, _Mapping]]] = ..., pdbs: _Optional[_Iterable[_Union[PodDisruptionBudget, _Mapping]]] = ..., namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ..., scheduler_config: _Optional[_Union[SchedulerConfig, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Node(_message.Message):
     __slots__ = ("name", "labels", "taints", "unschedulable", "allocatable")
