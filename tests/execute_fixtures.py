@@ -111,7 +111,7 @@ class Sandbox:
         phase: str | None = None
         for _ in range(passes):
             for act in (self.rebuild, self.schedule):
-                phase = rec.reconcile(self.run(name))
+                phase = rec.reconcile(self.run(name)).phase
                 if phase in TERMINAL:
                     return phase
                 act()

@@ -21,13 +21,13 @@ from plan_cases import spec as plan_spec
 
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.repack.cost import GangState
 from sidecar.sandbox.objects import objects_from_snapshot
 from sidecar.scenarios.volcano_session import MASTER, check_bodies, session_dict
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import ServerConfig
-from sidecar.snapshot.io import load_snapshot
-from sidecar.repack.cost import GangState
 from sidecar.snapshot.decode import decode
+from sidecar.snapshot.io import load_snapshot
 from sidecar.snapshot.kube import snapshot_from_objects
 from tests.extender_fixtures import post
 
@@ -94,7 +94,7 @@ def test_a_deleted_node_leaves_its_task_counted_in_the_gang_and_on_no_node() -> 
     status = plan_status(state, plan_spec())
     reason, message = explanation(status, "b")
     assert reason == "UnmovablePod"
-    assert message == 'pod default/lone: its PodGroup default/deleted is not in the snapshot (deleted, or not yet seen)'
+    assert message == "pod default/lone: its PodGroup default/deleted is not in the snapshot (deleted, or not yet seen)"
 
 
 def test_the_extender_intake_publishes_and_answers_with_the_warnings(sidecar: BackgroundServer) -> None:
@@ -124,9 +124,7 @@ def test_the_informers_objects_keep_dangling_pods_and_warn() -> None:
     kinds: dict[str, list[dict]] = {}  # type: ignore[type-arg]
     for o in objects:
         kinds.setdefault(o["kind"], []).append(o)
-    built = snapshot_from_objects(
-        kinds.get("Namespace", []), kinds["Node"], kinds["Pod"], kinds["PodGroup"], []
-    )
+    built = snapshot_from_objects(kinds.get("Namespace", []), kinds["Node"], kinds["Pod"], kinds["PodGroup"], [])
     warnings = decode(built).warnings
     assert [w.split(" (")[0] for w in warnings] == [GHOST, ORPHAN]
 

@@ -137,7 +137,7 @@ def _dry_run_then_ttl(tmp_path: Path) -> list[Any]:
             }
             finished = api.api.get(api.registry.by_kind(run["apiVersion"], "RepackRun"), "", run["metadata"]["name"])
             later = datetime.now(UTC) + timedelta(days=1)
-            assert TTLReconciler(k8s, clock=lambda: later).reconcile(finished) == "Deleted"
+            assert TTLReconciler(k8s, clock=lambda: later).reconcile(finished).phase == "Deleted"
         finally:
             k8s.close()
     return list(api.audit.records())

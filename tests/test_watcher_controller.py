@@ -25,10 +25,11 @@ from kubernetes.client import ApiException
 from sidecar.cli import main
 from sidecar.sandbox.apiserver import ApiServer
 from sidecar.watcher.cluster import ClusterCache
-from sidecar.watcher.controller import Controller, Reconciler, dry_run, is_execute, unfinished
+from sidecar.watcher.controller import Controller, PodIndex, Reconciler, dry_run, is_execute, unfinished
 from sidecar.watcher.dryrun import GROUP, PLURAL, VERSION, InProcessPlanner, phase_of
 from sidecar.watcher.informer import Backoff
 from sidecar.watcher.lease import LeaderElector, LeaseConfig, micro_time
+from sidecar.watcher.requeue import Reconciled
 from sidecar.watcher.workqueue import WorkQueue
 from tests.guide_fixtures import GUIDE, api, k8s, kubeconfig
 from tests.sandbox_fixtures import pod, serving, wait_for
@@ -58,19 +59,21 @@ def phase(k8s: client.ApiClient, name: str = NAME) -> str:
 class Recorder:
     """A reconciler for tests: wants what ``pick`` selects, records each call, answers with ``answer``."""
 
-    def __init__(self, pick: Callable[[dict[str, Any]], bool], answer: Callable[[str], str | None]) -> None:
-        self.pick, self.answer = pick, answer
+    def __init__(
+        self, pick: Callable[[dict[str, Any]], bool], answer: Callable[[str], str | None], requeue: float | None = None
+    ) -> None:
+        self.pick, self.answer, self.requeue = pick, answer, requeue
         self.calls: list[str] = []
         self.lock = threading.Lock()
 
     def wants(self, run: dict[str, Any]) -> bool:
         return self.pick(run)
 
-    def reconcile(self, run: dict[str, Any]) -> str | None:
+    def reconcile(self, run: dict[str, Any]) -> Reconciled:
         name = run["metadata"]["name"]
         with self.lock:
             self.calls.append(name)
-        return self.answer(name)
+        return Reconciled(self.answer(name), self.requeue)
 
     def count(self, name: str) -> int:
         with self.lock:
@@ -82,9 +85,9 @@ def controllers(k8s: client.ApiClient) -> Iterator[Callable[..., Controller]]:
     """Started controllers (cache + worker, no election), stopped after the test."""
     made: list[Controller] = []
 
-    def make(reconcilers: list[Reconciler], period: float = 30.0) -> Controller:
+    def make(reconcilers: list[Reconciler], period: float = 30.0, sync_period: float = 60.0) -> Controller:
         cache = ClusterCache(k8s, backoff=FAST)
-        c = Controller(k8s, reconcilers, cache=cache, period=period, backoff=FAST)
+        c = Controller(k8s, reconcilers, cache=cache, period=period, sync_period=sync_period, backoff=FAST)
         cache.start()
         c.start_leading()
         assert cache.wait_for_sync(10)
@@ -121,24 +124,76 @@ def test_the_start_up_resync_picks_up_runs_created_before(
     wait_for(lambda: phase(k8s) == "Succeeded", timeout=10)
 
 
-def test_pod_events_wake_unfinished_execute_runs(k8s: client.ApiClient, controllers: Callable[..., Controller]) -> None:
-    execute = Recorder(is_execute, lambda name: None)  # never finishes: waits for rebuilt pods
-    controllers([execute], period=60.0)
-    create_run(k8s, "exec", mode="Execute")
-    wait_for(lambda: execute.count("exec") >= 1)
-    time.sleep(0.3)
-    before = execute.count("exec")
-    client.CoreV1Api(k8s).create_namespaced_pod("default", pod("rebuilt"))
-    wait_for(lambda: execute.count("exec") > before)
+def journal_naming(k8s: client.ApiClient, name: str, pod_name: str) -> None:
+    """Make ``name`` a Running Execute run whose journal holds one relocation of default/``pod_name``."""
+    create_run(k8s, name, mode="Execute")
+    run = runs(k8s).get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+    relocation = {"namespace": "default", "victimPodName": pod_name, "fromNodeName": "a", "plannedNodeName": "b"}
+    run["status"] = {"phase": "Running", "relocations": [relocation]}
+    runs(k8s).replace_cluster_custom_object_status(GROUP, VERSION, PLURAL, name, run)
 
 
-def test_a_resync_moves_unfinished_runs_without_events(
+def test_pod_events_wake_the_execute_runs_whose_journal_names_the_pod(
     k8s: client.ApiClient, controllers: Callable[..., Controller]
 ) -> None:
-    waiting = Recorder(unfinished, lambda name: None)  # e.g. a cooldown: nothing changes, time passes
-    controllers([waiting], period=0.2)
+    """A pod's event maps to the runs waiting for it (controller-runtime's owner mapping), not to
+    every unfinished run."""
+    execute = Recorder(is_execute, lambda name: None)  # never finishes: waits for rebuilt pods
+    controller = controllers([execute], period=60.0)
+    journal_naming(k8s, "exec", "worker-0")
+    journal_naming(k8s, "other", "worker-9")
+    wait_for(lambda: controller.pods.runs(pod("worker-0")) == ["exec"] and execute.count("other") >= 1)
+    time.sleep(0.3)
+    before, other = execute.count("exec"), execute.count("other")
+    client.CoreV1Api(k8s).create_namespaced_pod("default", pod("worker-0"))  # the rebuilt replacement
+    wait_for(lambda: execute.count("exec") > before)
+    client.CoreV1Api(k8s).create_namespaced_pod("default", pod("unrelated"))
+    time.sleep(0.5)
+    assert execute.count("other") == other, "no pod of its journal changed"
+
+
+def test_a_finished_runs_pods_are_dropped_from_the_index() -> None:
+    index = PodIndex()
+    run = {"metadata": {"name": "r"}, "spec": {"mode": "Execute"}, "status": {"phase": "Running"}}
+    run["status"]["relocations"] = [{"namespace": "ml", "victimPodName": "w-0"}]
+    index.update(run)
+    assert index.runs(pod("w-0", namespace="ml")) == ["r"]
+    index.update({**run, "status": {**run["status"], "phase": "Succeeded"}})
+    assert index.runs(pod("w-0", namespace="ml")) == []
+    index.update(run)
+    index.update(run, deleted=True)
+    assert index.runs(pod("w-0", namespace="ml")) == []
+
+
+def test_a_requeue_delay_brings_the_run_back_without_events(
+    k8s: client.ApiClient, controllers: Callable[..., Controller]
+) -> None:
+    waiting = Recorder(unfinished, lambda name: None, requeue=0.2)  # e.g. a cooldown: time passes
+    controllers([waiting], period=60.0, sync_period=60.0)
     create_run(k8s, "cooling")
     wait_for(lambda: waiting.count("cooling") >= 4, timeout=5)
+
+
+def test_the_safety_resync_queues_every_wanted_run(
+    k8s: client.ApiClient, controllers: Callable[..., Controller]
+) -> None:
+    quiet = Recorder(unfinished, lambda name: None)  # asks for nothing: only the resync brings it back
+    controllers([quiet], period=60.0, sync_period=0.2)
+    create_run(k8s, "forgotten")
+    wait_for(lambda: quiet.count("forgotten") >= 4, timeout=5)
+
+
+def test_a_held_execute_run_is_woken_when_another_execute_run_changes(
+    k8s: client.ApiClient, controllers: Callable[..., Controller]
+) -> None:
+    seen = Recorder(is_execute, lambda name: None)
+    controllers([seen], period=60.0)
+    create_run(k8s, "held", mode="Execute")
+    wait_for(lambda: seen.count("held") >= 1)
+    time.sleep(0.3)
+    before = seen.count("held")
+    journal_naming(k8s, "holder", "w-1")  # another Execute run moves: the held one may be admitted
+    wait_for(lambda: seen.count("held") > before)
 
 
 def test_a_failing_run_is_retried_with_backoff_and_never_stops_the_others(
@@ -170,15 +225,15 @@ def test_every_reconciler_that_wants_a_run_gets_it_fresh(
         def wants(self, run: dict[str, Any]) -> bool:
             return run["metadata"]["name"] == "shared"
 
-        def reconcile(self, run: dict[str, Any]) -> str | None:
+        def reconcile(self, run: dict[str, Any]) -> Reconciled:
             seen.append(("first", phase_of(run)))
             run.setdefault("status", {})["phase"] = "Scribbled"  # on its own copy only
-            return None
+            return Reconciled()
 
     class Second(Mutating):
-        def reconcile(self, run: dict[str, Any]) -> str | None:
+        def reconcile(self, run: dict[str, Any]) -> Reconciled:
             seen.append(("second", phase_of(run)))
-            return None
+            return Reconciled()
 
     controller = controllers([Mutating(), Second()], period=60.0)
     create_run(k8s, "shared")
@@ -202,14 +257,14 @@ class Counting:
     def wants(self, run: dict[str, Any]) -> bool:
         return run["metadata"]["name"] == "counter" and self.passes(run) < self.upto
 
-    def reconcile(self, run: dict[str, Any]) -> str | None:
+    def reconcile(self, run: dict[str, Any]) -> Reconciled:
         self.seen.append(self.passes(run))
         for step in ("journal", "done"):  # two writes a pass, as a journal step and its outcome
             status = {"phase": "Running", "result": {"passes": self.passes(run) + (step == "done"), "step": step}}
             run = self.custom.replace_cluster_custom_object_status(
                 GROUP, VERSION, PLURAL, "counter", {**run, "status": status}
             )
-        return "Running"  # the same phase every pass: only the resourceVersion tells the copies apart
+        return Reconciled("Running")  # the same phase every pass: only the resourceVersion tells the copies apart
 
 
 def test_each_pass_starts_from_the_version_the_last_one_wrote(
@@ -227,7 +282,7 @@ def test_finished_runs_a_reconciler_wants_are_resynced_too(
     k8s: client.ApiClient, controllers: Callable[..., Controller]
 ) -> None:
     finished = Recorder(lambda run: not unfinished(run), lambda name: None)  # e.g. TTL: deletes when due
-    controllers([finished], period=0.2)
+    controllers([finished], period=60.0, sync_period=0.2)
     create_run(k8s, "done")
     run = runs(k8s).get_cluster_custom_object(GROUP, VERSION, PLURAL, "done")
     run["status"] = {"phase": "Succeeded"}

@@ -143,7 +143,7 @@ def test_a_409_after_another_writer_finished_the_run_does_not_overwrite(
     }
     custom.replace_cluster_custom_object_status(GROUP, VERSION, PLURAL, NAME, done)
     # the watcher still holds the stale copy (no status): its first write conflicts, the re-read shows it finished
-    assert dry_run(k8s, InProcessPlanner()).reconcile(run) is None
+    assert dry_run(k8s, InProcessPlanner()).reconcile(run).phase is None
     assert condition(read_run(k8s), "Failed")["reason"] == "Other"
 
 
@@ -169,12 +169,13 @@ def test_a_sidecar_that_is_down_is_waited_for_then_the_run_fails(k8s: client.Api
     now = [datetime(2026, 12, 1, tzinfo=UTC)]
     with RepackClient("127.0.0.1:1", timeout=2) as down:
         rec = DryRunReconciler(k8s, down, clock=lambda: now[0], planner_wait=30)
-        assert rec.reconcile(read_run(k8s)) == "Running"
+        first = rec.reconcile(read_run(k8s))
+        assert first.phase == "Running" and first.requeue_after == 1.0  # back when the first backoff ends
         waiting = condition(read_run(k8s), "Waiting")
         assert (waiting["status"], waiting["reason"]) == ("True", "PlannerUnavailable")
         assert waiting["message"].endswith("retrying until 2026-12-01T00:00:30Z")
         now[0] += timedelta(seconds=31)
-        assert rec.reconcile(read_run(k8s)) == "Failed"
+        assert rec.reconcile(read_run(k8s)).phase == "Failed"
     assert condition(read_run(k8s), "Failed")["reason"] == "PlannerUnavailable"
     # a sidecar back within the wait: the run is planned
     import yaml
@@ -184,9 +185,9 @@ def test_a_sidecar_that_is_down_is_waited_for_then_the_run_fails(k8s: client.Api
     client.CustomObjectsApi(k8s).create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
     with RepackClient("127.0.0.1:1", timeout=2) as down:
         rec = DryRunReconciler(k8s, down, clock=lambda: now[0], planner_wait=30)
-        assert rec.reconcile(read_run(k8s, "second")) == "Running"
+        assert rec.reconcile(read_run(k8s, "second")).phase == "Running"
     rec = DryRunReconciler(k8s, InProcessPlanner(), clock=lambda: now[0], planner_wait=30)
-    assert rec.reconcile(read_run(k8s, "second")) == "Succeeded"
+    assert rec.reconcile(read_run(k8s, "second")).phase == "Succeeded"
     kinds = [c["type"] for c in read_run(k8s, "second")["status"]["conditions"]]
     assert "Waiting" not in kinds  # the plan's conditions replace the wait
 
@@ -216,6 +217,6 @@ def test_the_snapshot_source_can_be_injected(k8s: client.ApiClient, kubeconfig: 
     reconciler = DryRunReconciler(k8s, InProcessPlanner(), snapshot=cached)
     run = read_run(k8s)
     assert reconciler.wants(run)
-    assert reconciler.reconcile(run) == "Succeeded"
+    assert reconciler.reconcile(run).phase == "Succeeded"
     assert asked == [NAME]
     assert not reconciler.wants(read_run(k8s))

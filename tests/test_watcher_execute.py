@@ -62,7 +62,7 @@ def test_the_guides_execute_run_frees_ascend_node_01(tmp_path: Path, planner: Pl
     with sandbox(tmp_path) as box:
         box.create_run(execute_run(NAME, grace=1))  # the guide's 30 s, shortened: the sandbox waits it out
         rec = ExecuteReconciler(box.api, planner)
-        assert rec.reconcile(box.run(NAME)) == "Running"
+        assert rec.reconcile(box.run(NAME)).phase == "Running"
         victim = box.pod(WORKER0)
         assert victim is not None and victim.metadata.uid == "t-train-0"
         assert victim.metadata.deletion_timestamp is not None and victim.metadata.deletion_grace_period_seconds == 1
@@ -107,7 +107,7 @@ def test_the_guides_execute_run_frees_ascend_node_01(tmp_path: Path, planner: Pl
         events = [e for e in box.core.list_namespaced_event("default").items if e.involved_object.name == NAME]
         reasons = sorted(e.reason for e in events)
         assert reasons == ["Admitted", "Evicted", "Evicted", "ExecutionCompleted"]
-        assert rec.reconcile(run) is None  # finished: left alone
+        assert rec.reconcile(run).phase is None  # finished: left alone
 
 
 @pytest.mark.skipif(not HAVE_KUBECTL, reason="kubectl is not installed")
@@ -190,16 +190,18 @@ def test_serial_admission_cooldown_and_a_replan_with_nothing_to_do(tmp_path: Pat
         box.create_run(execute_run("first"))
         time.sleep(1.1)  # creationTimestamp has a one-second resolution
         box.create_run(execute_run("second"))
-        assert rec.reconcile(box.run("second")) == "Pending"  # the older one goes first
+        held = rec.reconcile(box.run("second"))
+        assert held.phase == "Pending"  # the older one goes first
+        assert held.requeue_after is None  # another run's progress ends this hold: an event, not a timer
         waiting = condition(box.run("second"), "Waiting")
         assert (waiting["status"], waiting["reason"]) == ("True", "AnotherRunActive")
         assert "first" in waiting["message"]
-        assert rec.reconcile(box.run("first")) == "Running"
-        assert rec.reconcile(box.run("second")) == "Pending"
+        assert rec.reconcile(box.run("first")).phase == "Running"
+        assert rec.reconcile(box.run("second")).phase == "Pending"
         assert "RepackRun first is executing" in condition(box.run("second"), "Waiting")["message"]
         assert box.drive(rec, "first") == "Succeeded"
         completed = box.run("first")["status"]["completionTime"]
-        assert rec.reconcile(box.run("second")) == "Pending"
+        assert rec.reconcile(box.run("second")).phase == "Pending"
         second = box.run("second")
         waiting = condition(second, "Waiting")
         assert (waiting["status"], waiting["reason"]) == ("True", "ExecuteCooldownActive")
@@ -209,11 +211,15 @@ def test_serial_admission_cooldown_and_a_replan_with_nothing_to_do(tmp_path: Pat
         assert waiting["message"] == f"cooldown after RepackRun first ends at {ends}"
         writes = len(box.server.audit.records("update", "repackruns"))
         with capture_logs() as logs:
-            assert rec.reconcile(second) == "Pending"  # still held: nothing new to write, log or announce
+            cooling = rec.reconcile(second)
+            assert cooling.phase == "Pending"  # still held: nothing new to write, log or announce
+        # the cooldown ends by itself: the run asks to come back then (120 s after first completed)
+        ends_at = datetime.fromisoformat(completed.replace("Z", "+00:00")) + timedelta(seconds=120)
+        assert cooling.requeue_after == pytest.approx((ends_at - clock()).total_seconds())
         assert not [e for e in logs if e["event"] == "repackrun held"], logs
         assert len(box.server.audit.records("update", "repackruns")) == writes
         clock.advance(121)
-        assert rec.reconcile(box.run("second")) == "Succeeded"  # admitted, replanned: nothing left to move
+        assert rec.reconcile(box.run("second")).phase == "Succeeded"  # admitted, replanned: nothing left to move
         second = box.run("second")
         assert true_reasons(second) == [("Complete", "NoFragmentation")]
         waiting = condition(second, "Waiting")
@@ -221,7 +227,7 @@ def test_serial_admission_cooldown_and_a_replan_with_nothing_to_do(tmp_path: Pat
         assert second["status"]["relocations"] == [] and second["status"]["result"]["evictedPodCount"] == 0
         # a run that evicted nothing starts no cooldown
         box.create_run(execute_run("third"))
-        assert rec.reconcile(box.run("third")) == "Succeeded"
+        assert rec.reconcile(box.run("third")).phase == "Succeeded"
         assert box.evictions() == {WORKER0: 1, WORKER1: 1}
         # an Event on each transition, none while nothing changes (issue 25 item 7)
         events = client.CoreV1Api(box.api).list_namespaced_event("default").items
@@ -300,7 +306,7 @@ def test_a_replacement_bound_before_any_nomination_is_recorded_as_is(tmp_path: P
     with sandbox(tmp_path) as box:
         box.create_run(execute_run(NAME))
         rec = ExecuteReconciler(box.api, InProcessPlanner())
-        assert rec.reconcile(box.run(NAME)) == "Running"
+        assert rec.reconcile(box.run(NAME)).phase == "Running"
         box.rebuild()
         box.schedule()  # no watcher pass in between
         phase = box.drive(rec, NAME)
@@ -325,14 +331,14 @@ def test_only_this_projects_scheduling_gate_is_removed_after_the_nomination(tmp_
     with sandbox(tmp_path, gates=("example.com/quota", PLACEMENT_GATE)) as box:
         box.create_run(execute_run(NAME))
         rec = ExecuteReconciler(box.api, InProcessPlanner())
-        assert rec.reconcile(box.run(NAME)) == "Running"
+        assert rec.reconcile(box.run(NAME)).phase == "Running"
         box.rebuild()
         rebuilt = box.pod(WORKER0)
         assert rebuilt is not None and [g.name for g in rebuilt.spec.scheduling_gates] == [
             "example.com/quota",
             PLACEMENT_GATE,
         ]
-        assert rec.reconcile(box.run(NAME)) == "Running"
+        assert rec.reconcile(box.run(NAME)).phase == "Running"
         run = box.run(NAME)
         for pod in (WORKER0, WORKER1):
             r = relocation(run, pod)
@@ -361,17 +367,17 @@ def test_a_rebuilt_pod_the_cache_has_not_seen_yet_keeps_its_gate_until_a_later_p
 
         box.create_run(execute_run(NAME))
         rec = ExecuteReconciler(box.api, InProcessPlanner(), snapshot=lagging)
-        assert rec.reconcile(box.run(NAME)) == "Running"  # journal + evictions
+        assert rec.reconcile(box.run(NAME)).phase == "Running"  # journal + evictions
         stale.append(read_cluster(box.api, name=NAME))  # the cache stops here: before the rebuild
         box.rebuild()
-        assert rec.reconcile(box.run(NAME)) == "Running"
+        assert rec.reconcile(box.run(NAME)).phase == "Running"
         for pod in (WORKER0, WORKER1):
             rebuilt = box.pod(pod)
             assert rebuilt is not None and [g.name for g in rebuilt.spec.scheduling_gates] == [PLACEMENT_GATE]
             r = relocation(box.run(NAME), pod)
             assert r["placement"]["phase"] != "Nominated" and not r["placement"]["selectedNodeName"]
         stale.clear()  # the cache catches up
-        assert rec.reconcile(box.run(NAME)) == "Running"
+        assert rec.reconcile(box.run(NAME)).phase == "Running"
         for pod in (WORKER0, WORKER1):
             r = relocation(box.run(NAME), pod)
             assert r["placement"]["phase"] == "Nominated" and r["placement"]["selectedNodeName"] == r["plannedNodeName"]

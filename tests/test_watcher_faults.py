@@ -61,7 +61,7 @@ def test_a_stale_writer_never_overwrites_a_newer_journal(tmp_path: Path) -> None
         with pytest.raises(Stop):
             journaled.reconcile(stale)
         # a second watcher with the pre-journal copy: its replan's journal write conflicts and is dropped
-        assert ExecuteReconciler(box.api, PLANNER, clock=clock).reconcile(stale) is None
+        assert ExecuteReconciler(box.api, PLANNER, clock=clock).reconcile(stale).phase is None
         assert status_writes(box) == [200, 409] and box.evictions() == {}
         newer = box.run(NAME)
         # another writer records a refused attempt for worker-0 after this copy was read
@@ -74,7 +74,7 @@ def test_a_stale_writer_never_overwrites_a_newer_journal(tmp_path: Path) -> None
         }
         record["eviction"]["message"] = "HTTP 429: refused (written by another watcher)"
         box.custom.replace_cluster_custom_object_status(GROUP, VERSION, PLURAL, NAME, run)
-        assert ExecuteReconciler(box.api, PLANNER, clock=clock).reconcile(newer) == "Running"
+        assert ExecuteReconciler(box.api, PLANNER, clock=clock).reconcile(newer).phase == "Running"
         after = box.run(NAME)
         assert relocation(after, WORKER0)["eviction"]["message"] == "HTTP 429: refused (written by another watcher)"
         assert relocation(after, WORKER1)["eviction"]["phase"] == "Evicted"
@@ -103,15 +103,17 @@ def test_a_refused_or_failed_eviction_is_retried_after_backoff(tmp_path: Path, c
         box.create_run(execute_run(NAME))
         box.server.faults.fail("create", "pods", code, times=2, subresource="eviction")
         rec = ExecuteReconciler(box.api, PLANNER, clock=clock)
-        assert rec.reconcile(box.run(NAME)) == "Running"
+        assert rec.reconcile(box.run(NAME)).phase == "Running"
         run = box.run(NAME)
         for pod in (WORKER0, WORKER1):
             eviction = relocation(run, pod)["eviction"]
             assert (eviction["phase"], eviction["attempts"]) == ("Pending", 1)
             assert eviction["message"].startswith(f"HTTP {code}: injected")
         assert condition(run, "Progressing")["reason"] == "Evicting"
-        rec.reconcile(box.run(NAME))  # not due yet: no request, no sleep
+        waiting = rec.reconcile(box.run(NAME))  # not due yet: no request, no sleep
         assert box.evictions() == {WORKER0: 1, WORKER1: 1}
+        # back for the retry: 1 s after the attempt as journaled (whole seconds), so within the next second
+        assert waiting.requeue_after is not None and 0 < waiting.requeue_after <= 1.0
         clock.advance(1)
         assert box.drive(rec, NAME) == "Succeeded"
         run = box.run(NAME)
@@ -127,7 +129,7 @@ def test_server_errors_until_the_eviction_deadline_fail_the_run(tmp_path: Path) 
         rec = ExecuteReconciler(box.api, PLANNER, clock=clock, options=ExecuteOptions(eviction_timeout=10))
         for step in (0, 1, 2, 4, 8):  # attempts at 0, 1, 3, 7 s (backoff 1, 2, 4); at 15 s, past the deadline, the last
             clock.advance(step)
-            phase = rec.reconcile(box.run(NAME))
+            phase = rec.reconcile(box.run(NAME)).phase
         assert phase == "Failed"
         run = box.run(NAME)
         assert true_reasons(run) == [("Failed", "EvictionBlocked")]
@@ -143,7 +145,7 @@ def test_server_errors_until_the_eviction_deadline_fail_the_run(tmp_path: Path) 
         assert run["status"]["result"]["metricsVerified"] is True  # nothing evicted: nothing to wait for
         box.server.faults.clear()
         box.create_run(execute_run("next"))  # it evicted nothing: no cooldown
-        assert rec.reconcile(box.run("next")) == "Running"
+        assert rec.reconcile(box.run("next")).phase == "Running"
 
 
 def test_a_pod_disruption_budget_that_keeps_refusing_ends_with_eviction_blocked(tmp_path: Path) -> None:
@@ -167,10 +169,10 @@ def test_a_pod_disruption_budget_that_keeps_refusing_ends_with_eviction_blocked(
         box.create_run(execute_run(NAME))
         options = ExecuteOptions(eviction_timeout=5)
         rec = ExecuteReconciler(box.api, PLANNER, clock=clock, options=options, crash=budget)
-        assert rec.reconcile(box.run(NAME)) == "Running"
+        assert rec.reconcile(box.run(NAME)).phase == "Running"
         assert relocation(box.run(NAME), WORKER0)["eviction"]["message"].startswith("HTTP 429")
         clock.advance(6)
-        assert rec.reconcile(box.run(NAME)) == "Failed"
+        assert rec.reconcile(box.run(NAME)).phase == "Failed"
         run = box.run(NAME)
         assert true_reasons(run) == [("Failed", "EvictionBlocked")]
         for pod in (WORKER0, WORKER1):
@@ -188,7 +190,7 @@ NO_WAIT = ExecuteOptions(planner_wait=0)  # --planner-wait 0: a refused planner 
 def test_a_sidecar_that_is_down_fails_the_run_before_anything_moves(tmp_path: Path) -> None:
     with sandbox(tmp_path) as box, RepackClient("127.0.0.1:1", timeout=2) as down:
         box.create_run(execute_run(NAME))
-        assert ExecuteReconciler(box.api, down, options=NO_WAIT).reconcile(box.run(NAME)) == "Failed"
+        assert ExecuteReconciler(box.api, down, options=NO_WAIT).reconcile(box.run(NAME)).phase == "Failed"
         run = box.run(NAME)
         assert true_reasons(run) == [("Failed", "PlannerUnavailable")]
         assert "UNAVAILABLE" in condition(run, "Failed")["message"]
@@ -233,12 +235,12 @@ def serving(sidecar: Sidecar) -> Iterator[str]:
 def test_a_slow_sidecar_fails_the_run_at_its_deadline(tmp_path: Path) -> None:
     with sandbox(tmp_path) as box, serving(Sidecar(delay=1.5)) as target, RepackClient(target, timeout=0.3) as slow:
         box.create_run(execute_run(NAME))
-        assert ExecuteReconciler(box.api, slow, options=NO_WAIT).reconcile(box.run(NAME)) == "Failed"
+        assert ExecuteReconciler(box.api, slow, options=NO_WAIT).reconcile(box.run(NAME)).phase == "Failed"
         failed = condition(box.run(NAME), "Failed")
         assert failed["reason"] == "PlannerUnavailable" and "DEADLINE_EXCEEDED" in failed["message"]
         box.create_run(execute_run("in-process"))
         stalled = ExecuteReconciler(box.api, InProcessPlanner(timeout=0), options=NO_WAIT)
-        assert stalled.reconcile(box.run("in-process")) == "Failed"
+        assert stalled.reconcile(box.run("in-process")).phase == "Failed"
         failed = condition(box.run("in-process"), "Failed")
         assert failed["reason"] == "PlannerUnavailable" and "timed out" in failed["message"]
         assert box.evictions() == {}
@@ -282,10 +284,10 @@ def test_replacements_that_never_come_end_at_the_execution_deadline(tmp_path: Pa
     with sandbox(tmp_path) as box:
         box.create_run(execute_run(NAME))
         rec = ExecuteReconciler(box.api, PLANNER, clock=clock, options=ExecuteOptions(execution_timeout=60))
-        assert rec.reconcile(box.run(NAME)) == "Running"
-        assert rec.reconcile(box.run(NAME)) == "Running"  # no controller rebuilds them here
+        assert rec.reconcile(box.run(NAME)).phase == "Running"
+        assert rec.reconcile(box.run(NAME)).phase == "Running"  # no controller rebuilds them here
         clock.advance(61)
-        assert rec.reconcile(box.run(NAME)) == "Failed"
+        assert rec.reconcile(box.run(NAME)).phase == "Failed"
         run = box.run(NAME)
         assert true_reasons(run) == [("Failed", "ExecutionTimedOut")]
         for pod in (WORKER0, WORKER1):
@@ -299,7 +301,7 @@ def test_replacements_that_never_come_end_at_the_execution_deadline(tmp_path: Pa
 def test_a_goal_no_node_provides_fails_with_invalid_spec(tmp_path: Path) -> None:
     with sandbox(tmp_path) as box:
         box.create_run(execute_run(NAME, goals=[{"resource": "example.com/no-such-card"}], maxPerRun={"podGroups": 1}))
-        assert ExecuteReconciler(box.api, PLANNER).reconcile(box.run(NAME)) == "Failed"
+        assert ExecuteReconciler(box.api, PLANNER).reconcile(box.run(NAME)).phase == "Failed"
         failed = condition(box.run(NAME), "Failed")
         assert failed["reason"] == "InvalidSpec" and failed["message"].startswith("spec.goals[0].resource")
         assert box.evictions() == {}
@@ -332,10 +334,10 @@ def test_with_every_controller_on_its_own_thread_the_run_still_ends_explicitly(t
         box.create_run(execute_run(NAME, grace=1))
         rec = ExecuteReconciler(box.api, PLANNER)
         deadline = time.monotonic() + 15
-        phase = rec.reconcile(box.run(NAME))
+        phase = rec.reconcile(box.run(NAME)).phase
         while phase not in ("Succeeded", "Failed") and time.monotonic() < deadline:
             time.sleep(0.02)
-            phase = rec.reconcile(box.run(NAME))
+            phase = rec.reconcile(box.run(NAME)).phase
         run = box.run(NAME)
         assert phase in ("Succeeded", "Failed") and true_reasons(run), run["status"]
         assert all(r["placement"]["phase"] in ("Bound", "BoundElsewhere") for r in run["status"]["relocations"])
@@ -355,10 +357,11 @@ def test_a_sidecar_restart_is_waited_out_with_backoff_then_the_run_goes_on(tmp_p
             """Advance the clock, reconcile (still Pending): how many Plan calls that made."""
             clock.advance(seconds)
             before = sidecar.calls["Plan"]
-            assert rec.reconcile(box.run(NAME)) == "Pending"
+            assert rec.reconcile(box.run(NAME)).phase == "Pending"
             return sidecar.calls["Plan"] - before
 
         assert asked(0) > 0
+        assert rec.reconcile(box.run(NAME)).requeue_after == pytest.approx(1.0)  # back when the backoff ends
         waiting = condition(box.run(NAME), "Waiting")
         assert (waiting["status"], waiting["reason"]) == ("True", "PlannerUnavailable")
         assert "UNAVAILABLE: restarting; retrying until " in waiting["message"]
@@ -367,7 +370,7 @@ def test_a_sidecar_restart_is_waited_out_with_backoff_then_the_run_goes_on(tmp_p
         assert asked(1) == 0 and asked(1) > 0  # then 2 s: the delay doubled
         sidecar.fail = 0  # the sidecar is back
         clock.advance(4)
-        assert rec.reconcile(box.run(NAME)) == "Running"
+        assert rec.reconcile(box.run(NAME)).phase == "Running"
         assert condition(box.run(NAME), "Waiting")["reason"] == "Admitted"
         events = [e for e in box.core.list_namespaced_event("default").items if e.involved_object.name == NAME]
         assert [e.count for e in events if e.reason == "PlannerUnavailable"] == [1]  # announced once
@@ -378,8 +381,8 @@ def test_a_sidecar_down_past_the_wait_fails_the_run(tmp_path: Path) -> None:
     with sandbox(tmp_path) as box, RepackClient("127.0.0.1:1", timeout=2) as down:
         box.create_run(execute_run(NAME))
         rec = ExecuteReconciler(box.api, down, options=ExecuteOptions(planner_wait=30), clock=clock)
-        assert rec.reconcile(box.run(NAME)) == "Pending"
+        assert rec.reconcile(box.run(NAME)).phase == "Pending"
         clock.advance(31)
-        assert rec.reconcile(box.run(NAME)) == "Failed"
+        assert rec.reconcile(box.run(NAME)).phase == "Failed"
         assert true_reasons(box.run(NAME)) == [("Failed", "PlannerUnavailable")]
         assert box.evictions() == {}

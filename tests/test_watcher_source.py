@@ -152,7 +152,7 @@ def test_a_dryrun_on_the_sandbox_plans_on_the_fed_session(
     name = run["metadata"]["name"]
     with RepackClient(fed_sidecar.target) as remote:
         reconciler = DryRunReconciler(k8s, remote, session_max_age=60)
-        assert reconciler.reconcile(custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)) == "Succeeded"
+        assert reconciler.reconcile(custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)).phase == "Succeeded"
     assert recorder.sources == [SESSION]
     status = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)["status"]
     assert status["plan"]["freedNodes"]

@@ -83,7 +83,7 @@ def test_which_runs_it_wants() -> None:
 def test_ttl_zero_deletes_at_once(api: ApiServer, k8s: client.ApiClient) -> None:
     run = create(k8s, ttl=0)
     api.audit.clear()
-    assert TTLReconciler(k8s, clock=Clock(FINISHED)).reconcile(run) == DELETED
+    assert TTLReconciler(k8s, clock=Clock(FINISHED)).reconcile(run).phase == DELETED
     assert not exists(k8s)
     (delete,) = api.audit.records("delete", "repackruns")
     assert delete.code == 200
@@ -94,16 +94,18 @@ def test_ttl_60_waits_until_its_time(k8s: client.ApiClient) -> None:
     clock = Clock(FINISHED + timedelta(seconds=59))
     ttl = TTLReconciler(k8s, clock=clock)
     assert ttl.expires_at(run) == FINISHED + timedelta(seconds=60)
-    assert ttl.reconcile(run) is None and exists(k8s), "59 s after finishing: kept"
+    kept = ttl.reconcile(run)
+    assert kept.phase is None and exists(k8s), "59 s after finishing: kept"
+    assert kept.requeue_after == pytest.approx(1.0), "and asked back for when it is due"
     clock.now = FINISHED + timedelta(seconds=60)
-    assert ttl.reconcile(run) == DELETED and not exists(k8s)
+    assert ttl.reconcile(run).phase == DELETED and not exists(k8s)
 
 
 def test_unfinished_runs_and_runs_without_ttl_are_kept(k8s: client.ApiClient) -> None:
     running = create(k8s, "running", ttl=0, status={"phase": "Running", "startTime": STAMP})
     forever = create(k8s, "forever", ttl=None)
     ttl = TTLReconciler(k8s, clock=Clock(FINISHED + timedelta(days=365)))
-    assert ttl.reconcile(running) is None and ttl.reconcile(forever) is None
+    assert ttl.reconcile(running).phase is None and ttl.reconcile(forever).phase is None
     assert exists(k8s, "running") and exists(k8s, "forever")
 
 
@@ -117,15 +119,15 @@ def test_without_completion_time_the_final_conditions_tell_when_it_finished(k8s:
     run = create(k8s, ttl=30, status={"phase": "Failed", "conditions": conditions})
     assert finished_at(run) == FINISHED + timedelta(seconds=10)
     ttl = TTLReconciler(k8s, clock=Clock(FINISHED + timedelta(seconds=39)))
-    assert ttl.reconcile(run) is None and exists(k8s)
+    assert ttl.reconcile(run).phase is None and exists(k8s)
     ttl = TTLReconciler(k8s, clock=Clock(FINISHED + timedelta(seconds=40)))
-    assert ttl.reconcile(run) == DELETED and not exists(k8s)
+    assert ttl.reconcile(run).phase == DELETED and not exists(k8s)
 
 
 def test_a_finished_run_without_any_time_is_left_alone(k8s: client.ApiClient) -> None:
     run = create(k8s, ttl=0, status={"phase": "Succeeded", "conditions": [{"type": "Complete", "status": "True"}]})
     ttl = TTLReconciler(k8s, clock=Clock(FINISHED + timedelta(days=365)))
-    assert ttl.expires_at(run) is None and ttl.reconcile(run) is None and exists(k8s)
+    assert ttl.expires_at(run) is None and ttl.reconcile(run).phase is None and exists(k8s)
 
 
 def test_a_run_replaced_under_the_same_name_is_never_deleted(api: ApiServer, k8s: client.ApiClient) -> None:
@@ -134,7 +136,7 @@ def test_a_run_replaced_under_the_same_name_is_never_deleted(api: ApiServer, k8s
     fresh = create(k8s, ttl=0, status={"phase": "Running"})  # ...while someone recreates the run
     assert fresh["metadata"]["uid"] != stale["metadata"]["uid"]
     api.audit.clear()
-    assert TTLReconciler(k8s, clock=Clock(FINISHED + timedelta(hours=1))).reconcile(stale) is None
+    assert TTLReconciler(k8s, clock=Clock(FINISHED + timedelta(hours=1))).reconcile(stale).phase is None
     (delete,) = api.audit.records("delete", "repackruns")
     assert delete.code == 409, "the UID precondition refused it"
     kept = client.CustomObjectsApi(k8s).get_cluster_custom_object(GROUP, VERSION, PLURAL, "r")
@@ -144,7 +146,7 @@ def test_a_run_replaced_under_the_same_name_is_never_deleted(api: ApiServer, k8s
 def test_a_run_already_gone_counts_as_deleted(k8s: client.ApiClient) -> None:
     run = create(k8s, ttl=0)
     client.CustomObjectsApi(k8s).delete_cluster_custom_object(GROUP, VERSION, PLURAL, "r")
-    assert TTLReconciler(k8s, clock=Clock(FINISHED)).reconcile(run) == DELETED
+    assert TTLReconciler(k8s, clock=Clock(FINISHED)).reconcile(run).phase == DELETED
 
 
 def test_other_api_errors_propagate_for_the_next_pass(api: ApiServer, k8s: client.ApiClient) -> None:
@@ -154,13 +156,13 @@ def test_other_api_errors_propagate_for_the_next_pass(api: ApiServer, k8s: clien
     with pytest.raises(ApiException) as exc:
         ttl.reconcile(run)
     assert exc.value.status == 503 and exists(k8s)
-    assert ttl.reconcile(run) == DELETED
+    assert ttl.reconcile(run).phase == DELETED
 
 
 def test_the_deletion_is_logged(k8s: client.ApiClient, capsys: pytest.CaptureFixture[str]) -> None:
     logs.configure("json", "info")  # the suite's conftest puts its level back afterwards
     run = create(k8s, ttl=0)
-    assert TTLReconciler(k8s, clock=Clock(FINISHED)).reconcile(run) == DELETED
+    assert TTLReconciler(k8s, clock=Clock(FINISHED)).reconcile(run).phase == DELETED
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
     (entry,) = [e for e in lines if e.get("event") == "repackrun deleted after ttl"]
     assert (entry["level"], entry["run"], entry["uid"]) == ("info", "r", run["metadata"]["uid"])

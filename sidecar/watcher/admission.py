@@ -31,6 +31,8 @@ class Hold:
 
     reason: str
     message: str
+    #: when the hold ends by itself (a cooldown); None when another run's progress ends it
+    until: datetime | None = None
 
 
 def _name(run: Obj) -> str:
@@ -63,5 +65,5 @@ def hold(run: Obj, runs: list[Obj], now: datetime, cooldown: float) -> Hold | No
         last, name = max(finished)
         ends = last + timedelta(seconds=cooldown)
         if now < ends:
-            return Hold(COOLDOWN_ACTIVE, f"cooldown after RepackRun {name} ends at {rfc3339(ends)}")
+            return Hold(COOLDOWN_ACTIVE, f"cooldown after RepackRun {name} ends at {rfc3339(ends)}", ends)
     return None

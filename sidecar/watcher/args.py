@@ -65,6 +65,8 @@ class WatchOptions:
     kubeconfig: str | None = None
     once: bool = False
     period: float = 2.0
+    #: the safety resync of every wanted run (deadlines requeue themselves; events map to runs)
+    sync_period: float = 60.0
     resync: float = 300.0
     leader_elect: bool = True
     lease: LeaseFlags = field(default_factory=LeaseFlags)
@@ -89,7 +91,15 @@ def watch_arguments(parser: argparse.ArgumentParser) -> None:
     pick.add_argument("--sidecar", metavar="HOST:PORT", help="plan through this sidecar's gRPC API")
     pick.add_argument("--in-process", action="store_true", help="plan in this process (no sidecar)")
     parser.add_argument("--once", action="store_true", help="one pass over the unfinished runs, then exit")
-    parser.add_argument("--period", type=float, default=d.period, help="seconds between resyncs of unfinished runs")
+    parser.add_argument(
+        "--period", type=float, default=d.period, help="seconds between the leader's chores (placement gate release)"
+    )
+    parser.add_argument(
+        "--sync-period",
+        type=float,
+        default=d.sync_period,
+        help="seconds between safety requeues of every wanted run (deadlines and events queue runs on time)",
+    )
     parser.add_argument("--resync", type=float, default=d.resync, help="seconds between full relists of each kind")
     parser.add_argument("--no-leader-elect", dest="leader_elect", action="store_false", help="run without a Lease")
     parser.add_argument("--lease-name", default=lease.name)
@@ -160,10 +170,10 @@ def watch_arguments(parser: argparse.ArgumentParser) -> None:
 
 def watch_options(ns: argparse.Namespace) -> WatchOptions:
     """The parsed flags, checked (a bad value is an InputError: exit 2)."""
-    seconds = ("period", "resync", "execute_cooldown", "eviction_timeout", "execution_timeout", "session_max_age",
-               "planner_wait")  # fmt: skip
+    seconds = ("period", "sync_period", "resync", "execute_cooldown", "eviction_timeout", "execution_timeout",
+               "session_max_age", "planner_wait")  # fmt: skip
     for flag in (*seconds, "gate_timeout"):
-        value, positive = getattr(ns, flag), flag in ("period", "gate_timeout")
+        value, positive = getattr(ns, flag), flag in ("period", "sync_period", "gate_timeout")
         if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
             need = "a finite number of seconds " + ("> 0" if positive else ">= 0")
             raise InputError(f"--{flag.replace('_', '-')}", f"must be {need}, got {value:g}")
@@ -182,6 +192,7 @@ def watch_options(ns: argparse.Namespace) -> WatchOptions:
         kubeconfig=ns.kubeconfig,
         once=ns.once,
         period=ns.period,
+        sync_period=ns.sync_period,
         resync=ns.resync,
         leader_elect=ns.leader_elect,
         lease=lease,

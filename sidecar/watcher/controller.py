@@ -1,12 +1,16 @@
 """The RepackRun controller: a work queue of run names fed by the informers, one worker, run while leading.
 
-Names are queued by RepackRun events, by Pod events (every unfinished Execute run: Execute waits
-for rebuilt pods) and by a resync each ``period`` seconds of every run some reconciler wants (the
-unfinished ones, and finished ones a TTL reconciler would delete), so deadlines, cooldowns and
-TTLs progress without events. The worker hands each run, read fresh from the cache, to every
-reconciler that wants it, and after each reconcile waits (bounded) until the cache holds the
-run's current resourceVersion, so the next pass never starts from the copy it just overwrote. A
-failing run goes back to the queue after its own backoff; it never stops the others.
+Names are queued by events mapped to the runs they concern, as controller-runtime maps events to
+owners: a RepackRun's own events; a Pod's events to the unfinished Execute runs whose journal
+names it (``PodIndex``: Execute waits for rebuilt pods, which keep their names); an Execute run's
+events also to the Pending Execute runs it may hold. Deadlines nothing announces — a cooldown's
+end, a TTL, eviction retries and deadlines, the planner's backoff — come back from the reconcile
+as ``requeue_after`` (:mod:`requeue`) and queue the run for then. A slow safety resync each
+``sync_period`` seconds queues every run some reconciler wants; the leader's chores (the
+placement gate's release) run each ``period``. The worker hands each run, read fresh from the
+cache, to every reconciler that wants it, and after each reconcile waits (bounded) until the cache
+holds the run's current resourceVersion, so the next pass never starts from the copy it just
+overwrote. A failing run goes back to the queue after its own backoff; it never stops the others.
 ``run_once`` is one pass for ``watch --once``.
 """
 
@@ -27,6 +31,8 @@ from sidecar.watcher import observer as observe
 from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.dryrun import GROUP, PLURAL, TERMINAL, VERSION, DryRunReconciler, Planner, phase_of
 from sidecar.watcher.informer import DELETED, Backoff
+from sidecar.watcher.journal import relocations_of
+from sidecar.watcher.requeue import Reconciled, soonest
 from sidecar.watcher.workqueue import WorkQueue
 
 Obj = dict[str, Any]
@@ -39,7 +45,7 @@ class Reconciler(Protocol):
 
     def wants(self, run: Obj) -> bool: ...
 
-    def reconcile(self, run: Obj) -> str | None: ...
+    def reconcile(self, run: Obj) -> Reconciled: ...
 
 
 def dry_run(
@@ -72,6 +78,37 @@ def version_of(run: Obj | None) -> str:
     return str(((run or {}).get("metadata") or {}).get("resourceVersion") or "")
 
 
+class PodIndex:
+    """ "namespace/name" of a pod -> the unfinished Execute runs whose journal names it (a victim,
+    whose replacement keeps its name); kept from run events, read by Pod events."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pods: dict[str, set[str]] = {}
+        self._of_run: dict[str, set[str]] = {}
+
+    def update(self, run: Obj, deleted: bool = False) -> None:
+        name = name_of(run)
+        keys: set[str] = set()
+        if not deleted and is_execute(run) and unfinished(run):
+            keys = {r.key for r in relocations_of(run.get("status") or {})}
+        with self._lock:
+            for key in self._of_run.pop(name, set()) - keys:
+                runs = self._pods.get(key, set())
+                runs.discard(name)
+                if not runs:
+                    self._pods.pop(key, None)
+            for key in keys:
+                self._pods.setdefault(key, set()).add(name)
+            if keys:
+                self._of_run[name] = keys
+
+    def runs(self, pod: Obj) -> list[str]:
+        meta = pod.get("metadata") or {}
+        with self._lock:
+            return sorted(self._pods.get(f"{meta.get('namespace', '')}/{meta.get('name', '')}", ()))
+
+
 class Controller:
     """Event-driven while leading (``start_leading``/``stop_leading``, or ``run`` without election)."""
 
@@ -82,6 +119,7 @@ class Controller:
         *,
         cache: ClusterCache | None = None,
         period: float = 2.0,
+        sync_period: float = 60.0,
         backoff: Backoff | None = None,
         settle: float = 2.0,
         chores: Sequence[Callable[[], object]] = (),
@@ -90,6 +128,9 @@ class Controller:
         self.reconcilers = list(reconcilers)
         self._runs_api = client.CustomObjectsApi(api)
         self.period = period
+        #: the safety resync: every wanted run queued this often, whatever the events said
+        self.sync_period = sync_period
+        self.pods = PodIndex()
         #: after a reconcile, how long to wait for the cache to hold the run's current version
         self.settle = settle
         #: the leader's periodic work beside the runs (the placement gate's release), each resync
@@ -107,20 +148,32 @@ class Controller:
         return any(r.wants(run) for r in self.reconcilers)
 
     def _on_run(self, kind: str, run: Obj) -> None:
+        self.pods.update(run, deleted=kind == DELETED)
         if kind == DELETED:
             self.queue.forget(name_of(run))
         elif self._leading.is_set() and self.wanted(run):
             self.queue.add(name_of(run))
+        if self._leading.is_set() and is_execute(run):
+            # an Execute run started, finished or went away: the ones it held may be admitted now
+            for other in self.cache.list_runs():
+                if is_execute(other) and phase_of(other) in ("", "Pending") and name_of(other) != name_of(run):
+                    self.queue.add(name_of(other))
 
     def _on_pod(self, kind: str, pod: Obj) -> None:
         if not self._leading.is_set():
             return
-        for run in self.cache.list_runs():
-            if is_execute(run) and unfinished(run):
-                self.queue.add(name_of(run))
+        for name in self.pods.runs(pod):
+            self.queue.add(name)
 
     def resync(self) -> int:
-        """Queue every run some reconciler wants (and do the chores); returns how many runs."""
+        """Queue every run some reconciler wants; returns how many runs."""
+        names = [name_of(r) for r in self.cache.list_runs() if self.wanted(r)]
+        for name in names:
+            self.queue.add(name)
+        return len(names)
+
+    def do_chores(self) -> None:
+        """The leader's periodic work beside the runs; a failing chore is retried next period."""
         for chore in self.chores:
             try:
                 chore()
@@ -128,10 +181,6 @@ class Controller:
                 log.warning(
                     "chore failed; will retry", chore=type(chore).__name__, error=f"{type(exc).__name__}: {exc}"
                 )
-        names = [name_of(r) for r in self.cache.list_runs() if self.wanted(r)]
-        for name in names:
-            self.queue.add(name)
-        return len(names)
 
     # -- one run -----------------------------------------------------------------------------
     def process(self, name: str) -> str | None:
@@ -139,6 +188,7 @@ class Controller:
         An error is logged and the run queued again after its backoff; it never escapes."""
         reached: str | None = None
         failed = False
+        requeue: list[float | None] = []
         for reconciler in self.reconcilers:
             run = self.cache.run(name)
             if run is None:
@@ -147,7 +197,9 @@ class Controller:
                 continue
             started = time.monotonic()
             try:
-                phase = reconciler.reconcile(run)
+                done = reconciler.reconcile(run)
+                phase = done.phase
+                requeue.append(done.requeue_after)
             except Exception as exc:  # an API outage, a bug: this run waits, the others go on
                 failed = True
                 log.warning(
@@ -167,6 +219,9 @@ class Controller:
             self.queue.add_rate_limited(name)
         else:
             self.queue.forget(name)
+            delay = soonest(requeue)
+            if delay is not None and self._leading.is_set():
+                self.queue.add_after(name, delay)
         return reached
 
     def _settle(self, name: str, handed: str) -> None:
@@ -228,13 +283,16 @@ class Controller:
     def _work(self) -> None:
         while self._leading.is_set() and not self.cache.wait_for_sync(0.2):
             pass
-        next_resync = 0.0
+        next_resync = next_chores = 0.0
         while self._leading.is_set():
             now = time.monotonic()
+            if now >= next_chores:
+                self.do_chores()
+                next_chores = now + self.period
             if now >= next_resync:
                 self.resync()
-                next_resync = now + self.period
-            name = self.queue.get(timeout=max(0.0, next_resync - time.monotonic()))
+                next_resync = now + self.sync_period
+            name = self.queue.get(timeout=max(0.0, min(next_resync, next_chores) - time.monotonic()))
             if name is None:
                 continue
             try:

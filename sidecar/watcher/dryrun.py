@@ -20,6 +20,7 @@ from sidecar.snapshot.io import parse_dict
 from sidecar.watcher.cluster import SnapshotSource, read_cluster
 from sidecar.watcher.planner import PLANNER_ERRORS, InProcessPlanner, Planner, from_rpc, planner_error
 from sidecar.watcher.plannerwait import UNAVAILABLE, PlannerWait, mark_waiting
+from sidecar.watcher.requeue import Reconciled, after
 from sidecar.watcher.source import plan_run
 from sidecar.watcher.status import (
     COMPONENT,
@@ -104,32 +105,36 @@ class DryRunReconciler:
     def wants(self, run: Obj) -> bool:
         return wants(run)
 
-    def reconcile(self, run: Obj) -> str | None:
+    def reconcile(self, run: Obj) -> Reconciled:
         """Drive ``run`` to a terminal phase; returns that phase, or None when the run is not ours
-        (not a DryRun, already finished, or finished by another writer meanwhile)."""
+        (not a DryRun, already finished, or finished by another writer meanwhile). A run waiting
+        for the planner stays Running and asks to be requeued when its backoff ends."""
         if not wants(run):
-            return None
+            return Reconciled()
         current: Obj | None = run
         if not phase_of(run):
             current = self._write(run, {"phase": "Pending"}, "pending")
         if current is not None and phase_of(current) == "Pending":
             current = self._write(current, {"phase": "Running", "startTime": rfc3339(self._clock())}, "running")
         if current is None:
-            return None
+            return Reconciled()
         if PlannerWait.since(current) is not None and not self._wait.due(current, self._clock()):
-            return "Running"  # waiting for the planner, not yet time to ask again
+            return self._waiting_for_planner(current)  # not yet time to ask again
         outcome = self._plan(current)
         if outcome is None:
-            return "Running"
+            return self._waiting_for_planner(current)
         outcome["completionTime"] = rfc3339(self._clock())
         final = self._write(current, outcome, "finished")
         if final is None:
-            return None
+            return Reconciled()
         status = final["status"]
         cond: Obj = next(iter(status.get("conditions") or []), {})
         warning = status["phase"] != "Succeeded"
         self._writer.event(final, cond.get("reason", status["phase"]), cond.get("message", ""), warning=warning)
-        return str(status["phase"])
+        return Reconciled(str(status["phase"]))
+
+    def _waiting_for_planner(self, run: Obj) -> Reconciled:
+        return Reconciled("Running", after(self._clock(), [self._wait.next_try(run)]))
 
     def _plan(self, run: Obj) -> Obj | None:
         """The status fields of the finished run: the service's RepackStatus as the CRD's JSON;

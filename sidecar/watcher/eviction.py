@@ -49,14 +49,21 @@ def backoff(attempts: int) -> float:
     return 0.0 if attempts <= 0 else min(FIRST_BACKOFF * 2 ** (attempts - 1), MAX_BACKOFF)
 
 
+def retry_at(rel: Relocation) -> datetime | None:
+    """When a Pending eviction that failed before is due again (None: not Pending, or never tried)."""
+    ev = rel.eviction
+    if ev.phase != PENDING or ev.attempts == 0 or not ev.last_attempt_time:
+        return None
+    return parse_time(ev.last_attempt_time) + timedelta(seconds=backoff(ev.attempts))
+
+
 def due(rel: Relocation, now: datetime, deadline: datetime) -> bool:
     """A Pending eviction to attempt in this pass (never tried, backoff over, or the deadline reached)."""
     ev = rel.eviction
     if ev.phase != PENDING:
         return False
-    if ev.attempts == 0 or not ev.last_attempt_time or now >= deadline:
-        return True
-    return now >= parse_time(ev.last_attempt_time) + timedelta(seconds=backoff(ev.attempts))
+    again = retry_at(rel)
+    return again is None or now >= deadline or now >= again
 
 
 def api_message(exc: ApiException) -> str:

@@ -43,6 +43,7 @@ from sidecar.watcher.placement import Placer
 from sidecar.watcher.planner import PLANNER_ERRORS, Planner, planner_error
 from sidecar.watcher.plannerwait import UNAVAILABLE, PlannerWait, mark_waiting
 from sidecar.watcher.progress import ExecuteOptions, Pass, Tools
+from sidecar.watcher.requeue import Reconciled, after
 from sidecar.watcher.source import plan_run
 from sidecar.watcher.status import (
     GROUP,
@@ -98,6 +99,8 @@ class ExecuteReconciler:
     ) -> None:
         self.options = options or ExecuteOptions()
         self._wait = PlannerWait(self.options.planner_wait)
+        #: when the run admission just left Pending needs a pass again (set by ``_admit``)
+        self._wake: datetime | None = None
         #: plan on the sidecar's session ``latest`` while at most this old (seconds; 0: never)
         self._session_max_age = session_max_age
         self._api, self._planner, self._clock, self._hook = api, planner, clock, crash
@@ -120,23 +123,28 @@ class ExecuteReconciler:
     def wants(self, run: Obj) -> bool:
         return wants(run)
 
-    def reconcile(self, run: Obj) -> str | None:
+    def reconcile(self, run: Obj) -> Reconciled:
         """One pass over ``run``; returns the phase it reached, or None when it is not ours (not an
-        unfinished Execute run, or another writer changed it under this pass: the next pass resumes)."""
+        unfinished Execute run, or another writer changed it under this pass: the next pass resumes),
+        and when the run needs a pass again without an event (a cooldown's end, the planner's
+        backoff, an eviction retry, the eviction and execution deadlines)."""
         if not wants(run):
-            return None
+            return Reconciled()
         now = self._clock()
         try:
             spec = parse_dict(run.get("spec") or {}, spec_pb2.RepackSpec(), source="spec")
         except InputError as exc:
             failed = self._fail_early(run, "InvalidSpec", str(exc), now, admitted=False)
-            return None if failed is None else phase_of(failed)
+            return Reconciled(None if failed is None else phase_of(failed))
         current: Obj | None = run
         if _pending(run):
+            self._wake = None
             current = self._admit(run, spec, now)
-        if current is None or phase_of(current) != "Running":
-            return None if current is None else phase_of(current)
-        return Pass(self._tools, current, spec).run()
+            if current is None or phase_of(current) != "Running":
+                return Reconciled(None if current is None else phase_of(current), after(now, [self._wake]))
+        assert current is not None
+        step = Pass(self._tools, current, spec)
+        return Reconciled(step.run(), after(self._clock(), [step.wake()]))
 
     # -- admission -------------------------------------------------------------------------------
     def _list_runs(self) -> list[Obj]:
@@ -149,6 +157,7 @@ class ExecuteReconciler:
         waiting = condition(run.get("status") or {}, "Waiting") or {}
         if held is not None:
             same = (waiting.get("status"), waiting.get("reason"), waiting.get("message"))
+            self._wake = held.until  # a cooldown ends by itself; another run's progress comes as an event
             if phase_of(run) == "Pending" and same == ("True", held.reason, held.message):
                 return run  # still held the same way: nothing to write, log or announce
 
@@ -169,6 +178,7 @@ class ExecuteReconciler:
             log.info("repackrun released", run=name, was=waiting.get("reason"))  # held until now: say so once
             self._writer.event(run, "Released", f"no longer held ({waiting.get('reason')}): admitting")
         if PlannerWait.since(run) is not None and not self._wait.due(run, now):
+            self._wake = self._wait.next_try(run)
             return run  # waiting for the planner, not yet time to ask again
         try:
             planned = plan_run(
@@ -179,6 +189,7 @@ class ExecuteReconciler:
             until = self._wait.retry(run, now) if reason == UNAVAILABLE else None
             if until is None:
                 return self._fail_early(run, reason, message, now, admitted=True)
+            self._wake = self._wait.next_try(run)
             return self._wait_for_planner(run, f"{message}; retrying until {rfc3339(until)}", now)
         self._wait.answered(run)
         response, plan = planned.response, planned.response.status.plan

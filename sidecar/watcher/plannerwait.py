@@ -41,6 +41,11 @@ class PlannerWait:
         entry = self._next.get(_uid(run))
         return entry is None or now >= entry[0]
 
+    def next_try(self, run: Obj) -> datetime | None:
+        """When a run waiting for the planner may call it again (None: not backing off)."""
+        entry = self._next.get(_uid(run))
+        return None if entry is None else entry[0]
+
     def retry(self, run: Obj, now: datetime) -> datetime | None:
         """After a refusal: the deadline the run waits until, or None when the wait is over (fail)."""
         began = self.since(run) or now

@@ -21,7 +21,7 @@ from sidecar.api.v1alpha1 import service_pb2, spec_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.watcher import observer as observe
 from sidecar.watcher.cluster import SnapshotSource
-from sidecar.watcher.eviction import Evictor, due, read_pod
+from sidecar.watcher.eviction import Evictor, due, read_pod, retry_at
 from sidecar.watcher.journal import (
     BOUND,
     EVICTED,
@@ -103,11 +103,26 @@ class Pass:
         self.freed_planned: list[str] = list(plan.get("freedNodes") or [])
         self._snap: pb.Snapshot | None = None
 
-    def run(self) -> str | None:
-        now = self.t.clock()
+    def _deadlines(self) -> tuple[datetime, datetime]:
+        """(the execution deadline, the eviction deadline), both counted from the run's startTime."""
         start = parse_time(str(self.run_obj["status"]["startTime"]))
         end = start + timedelta(seconds=self.t.options.execution_timeout)
-        evict_by = min(start + timedelta(seconds=self.t.options.eviction_timeout), end)
+        return end, min(start + timedelta(seconds=self.t.options.eviction_timeout), end)
+
+    def wake(self) -> datetime | None:
+        """When the run needs a pass again without an event (None once it left Running): the
+        execution deadline, and while evictions are pending their deadline and retries. Rebuilt
+        pods arrive as Pod events (the controller maps them to the run through its journal)."""
+        if phase_of(self.run_obj) != "Running":
+            return None
+        end, evict_by = self._deadlines()
+        pending = [r for r in relocations_of(self.run_obj["status"]) if r.eviction.phase == PENDING]
+        retries = [t for t in (retry_at(r) for r in pending) if t is not None]
+        return min([end, *([evict_by] if pending else []), *retries])
+
+    def run(self) -> str | None:
+        now = self.t.clock()
+        end, evict_by = self._deadlines()
         if now < end and not (self._evictions(now, evict_by) and self._placements()):
             return None
         if now < end and not all(r.done for r in relocations_of(self.run_obj["status"])):

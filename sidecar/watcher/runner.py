@@ -149,6 +149,7 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
         reconcilers(api, planner or InProcessPlanner(), cache, options),
         cache=cache,
         period=options.period,
+        sync_period=options.sync_period,
         chores=[lifter],
     )
     server = webhook = None

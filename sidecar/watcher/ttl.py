@@ -18,6 +18,7 @@ from kubernetes import client
 from kubernetes.client import ApiException
 
 from sidecar.watcher.dryrun import GROUP, PLURAL, TERMINAL, VERSION
+from sidecar.watcher.requeue import Reconciled, after
 
 Obj = dict[str, Any]
 DELETED = "Deleted"
@@ -81,30 +82,32 @@ class TTLReconciler:
         done = finished_at(run)
         return None if done is None else done + timedelta(seconds=ttl)
 
-    def reconcile(self, run: Obj) -> str | None:
-        """``"Deleted"`` when the run is due and now deleted (or already gone); None when it is not due,
+    def reconcile(self, run: Obj) -> Reconciled:
+        """``"Deleted"`` when the run is due and now deleted (or already gone), else None (requeued for
+        its expiry when it is not due yet): when it is not due,
         not ours, its finish time is unknown, or the name now holds another run (the UID precondition
         refused the delete). Other API errors propagate: the caller retries on its next pass."""
         if not self.wants(run):
-            return None
+            return Reconciled()
         meta = run.get("metadata") or {}
         name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
         due = self.expires_at(run)
         if due is None:
             log.warning("repackrun ttl not applied: no completion time", run=name, uid=uid)
-            return None
-        if due > self._clock():
-            return None
+            return Reconciled()
+        now = self._clock()
+        if due > now:
+            return Reconciled(None, after(now, [due]))
         options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid or None))
         try:
             self._custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name, body=options)
         except ApiException as exc:
             if exc.status == 404:
                 log.info("repackrun already gone", run=name, uid=uid)
-                return DELETED
+                return Reconciled(DELETED)
             if exc.status == 409:
                 log.info("repackrun replaced under the same name; not deleted", run=name, uid=uid)
-                return None
+                return Reconciled()
             raise
         log.info(
             "repackrun deleted after ttl",
@@ -114,4 +117,4 @@ class TTLReconciler:
             due=due.isoformat(),
             phase=(run.get("status") or {}).get("phase"),
         )
-        return DELETED
+        return Reconciled(DELETED)
