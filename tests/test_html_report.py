@@ -60,32 +60,45 @@ def write_guide_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Pa
     return page
 
 
-def grid(dom: str, which: str) -> str:
-    match = re.search(rf'<div class="grid" id="{which}">(.*?)</div>\s*(?:<h2|<details)', dom, re.DOTALL)
-    assert match, f"no {which} grid"
+def column(dom: str, node: str) -> str:
+    match = re.search(rf'<div class="col[^"]*" data-node="{node}">(.*?)</div></div>', dom, re.DOTALL)
+    assert match, f"no column for {node}"
+    return match.group(0)
+
+
+def row(col: str, which: str) -> str:
+    match = re.search(rf'<div class="tile {which}"[^>]*>(.*?)</div>', col, re.DOTALL)
+    assert match, f"no {which} row"
     return match.group(1)
 
 
 def test_the_guide_report_is_self_contained(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = write_guide_report(tmp_path, capsys).read_text()
     assert not re.search(r"""(src|href)\s*=|https?://|@import|url\(""", text), "no external assets"
-    before, after = grid(text, "before"), grid(text, "after")
     # node-01 holds the two moving workers (orange) and is freed after; node-02 and -03 each receive one (blue)
-    assert re.search(r'<div class="node" data-node="ascend-node-01"[^>]*>(<i class="out"></i>){2}', before)
-    assert '<div class="node freed" data-node="ascend-node-01"' in after
+    freed = column(text, "ascend-node-01")
+    assert freed.startswith('<div class="col freed"') and '<div class="name" title="ascend-node-01">' in freed
+    assert row(freed, "before").count('<i class="out"></i>') == 2
     for node in ("ascend-node-02", "ascend-node-03"):
-        tile = re.search(rf'<div class="node" data-node="{node}"[^>]*>(.*?)</div>', after)
-        assert tile and tile.group(1).count('<i class="in">') == 1
+        assert row(column(text, node), "after").count('<i class="in"></i>') == 1
+    # the moves are a table in the open, each with its pod, from and to
+    moves = re.search(r'<table class="moves" id="moves">(.*?)</table>', text, re.DOTALL)
+    assert moves and moves.group(1).count("<tr>") == 3
+    assert "<td>ascend-node-01</td><td>→ ascend-node-02</td>" in moves.group(1)
+    assert "Freed nodes</td><td>1: ascend-node-01" in text
 
 
 def test_chromium_renders_the_guide_report(chromium: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Read back what the page's own script measured in the real layout: every node's name shown
+    on its column, before and after rows in line (issue 25 item 15)."""
     page = write_guide_report(tmp_path, capsys)
     dom = dump_dom(chromium, page, tmp_path / "profile")
-    # the inline script ran to its end (a JS error would leave the attribute unset)
-    assert re.search(r'<html[^>]*data-tiles="6"', dom)
-    assert len(re.findall(r'<div class="node[ "]', dom)) == 6
-    assert '<div class="node freed" data-node="ascend-node-01"' in grid(dom, "after")
-    assert "33.3% → 0%" in dom
+    root = re.search(r"<html[^>]*>", dom)
+    assert root, dom[:500]
+    assert 'data-nodes="3"' in root.group(0) and 'data-named="3"' in root.group(0), root.group(0)
+    assert 'data-aligned="true"' in root.group(0), root.group(0)
+    assert '<div class="col freed" data-node="ascend-node-01">' in dom
+    assert "33.3% -&gt; 0%" in dom
 
 
 def test_chromium_renders_1500_nodes(chromium: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -95,10 +108,12 @@ def test_chromium_renders_1500_nodes(chromium: str, tmp_path: Path, capsys: pyte
     page = tmp_path / "big.html"
     assert main(["plan", "--snapshot", str(snap), "--run", str(run), "--html", str(page), "-o", "json"]) == 0
     capsys.readouterr()
-    assert page.stat().st_size < 2_000_000
+    assert page.stat().st_size < 2_500_000
     dom = dump_dom(chromium, page, tmp_path / "profile")
-    assert re.search(r'<html[^>]*data-tiles="3000"', dom)
-    assert dom.count('<div class="node freed"') > 100
+    root = re.search(r"<html[^>]*>", dom)
+    assert root and 'data-nodes="1500"' in root.group(0) and 'data-named="1500"' in root.group(0), root
+    assert 'data-aligned="true"' in root.group(0)
+    assert dom.count('<div class="col freed"') > 100
 
 
 def test_the_package_script_is_idempotent_and_refuses_bad_names() -> None:
