@@ -190,7 +190,7 @@ def cmd_sandbox_serve(ns: argparse.Namespace) -> int:
     """The API server emulator on loopback until SIGINT/SIGTERM; --load fills it from a snapshot."""
     from sidecar.sandbox.apiserver.server import serve
 
-    return serve(ns.port, ns.kubeconfig, ns.load, control_plane=ns.control_plane)
+    return serve(ns.port, ns.kubeconfig, ns.load, control_plane=ns.control_plane, faults=ns.faults)
 
 
 def cmd_watch(ns: argparse.Namespace) -> int:

@@ -159,6 +159,12 @@ def build(handlers: Mapping[str, Handler], description: str | None = None) -> ar
     sbs.add_argument(
         "--control-plane", action="store_true", help="also run the simulated scheduler, kubelet, controllers"
     )
+    sbs.add_argument(
+        "--faults",
+        metavar="FILE",
+        help="YAML/JSON fault rules: failures [{verb, resource, subresource, code, times}], "
+        "delays [{verb, resource, seconds}]",
+    )
     sbs.set_defaults(func=handlers["sandbox_serve"])
     w = leaf(sub, "watch", help="the RepackRun controller (DryRun) on a cluster, leader-elected")
     watch_arguments(w)

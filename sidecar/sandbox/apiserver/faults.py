@@ -10,6 +10,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from sidecar.errors import InputError
 from sidecar.sandbox.apiserver.apierrors import ApiError
 from sidecar.sandbox.apiserver.store import Store
 
@@ -104,6 +105,77 @@ class Faults:
             time.sleep(pause)
         if rule is not None:
             raise ApiError(rule.code, rule.message)
+
+
+VERBS = frozenset({"*", "get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"})
+_RULE_KEYS = {"verb", "resource", "subresource", "code", "times", "message"}
+_DELAY_KEYS = {"verb", "resource", "seconds"}
+
+
+def load_faults(faults: Faults, data: object, source: str = "faults") -> int:
+    """Install the rules of a faults file (``sandbox serve --faults FILE``); returns how many.
+
+    ``{"failures": [{verb, resource, subresource?, code, times?, message?}], "delays": [{verb?,
+    resource?, seconds}]}``: every field checked first, errors naming it, so a bad file installs
+    nothing."""
+    if not isinstance(data, dict):
+        raise InputError(source, "must be a mapping with failures and/or delays")
+    unknown = sorted(set(data) - {"failures", "delays"})
+    if unknown:
+        raise InputError(f"{source}.{unknown[0]}", "unknown field (expected failures, delays)")
+    failures, delays = data.get("failures") or [], data.get("delays") or []
+    rules: list[tuple[str, str, int, int, str | None, str]] = []
+    for i, rule in enumerate(_items(failures, f"{source}.failures")):
+        where = f"{source}.failures[{i}]"
+        _known(rule, _RULE_KEYS, where)
+        verb, resource = _verb(rule, where), _text(rule, "resource", where, required=True)
+        code = rule.get("code")
+        if code not in MESSAGES:
+            raise InputError(f"{where}.code", f"must be one of {', '.join(map(str, MESSAGES))}, got {code!r}")
+        times = rule.get("times", 1)
+        if not isinstance(times, int) or isinstance(times, bool) or times < 1:
+            raise InputError(f"{where}.times", f"must be a whole number >= 1, got {times!r}")
+        sub = _text(rule, "subresource", where) or None
+        rules.append((verb, resource, code, times, sub, _text(rule, "message", where)))
+    pauses: list[tuple[float, str, str]] = []
+    for i, delay in enumerate(_items(delays, f"{source}.delays")):
+        where = f"{source}.delays[{i}]"
+        _known(delay, _DELAY_KEYS, where)
+        seconds = delay.get("seconds")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= 60:
+            raise InputError(f"{where}.seconds", f"must be a number of seconds in (0, 60], got {seconds!r}")
+        pauses.append((float(seconds), _verb(delay, where), _text(delay, "resource", where) or "*"))
+    for verb, resource, code, times, sub, message in rules:
+        faults.fail(verb, resource, code, times=times, subresource=sub, message=message)
+    for seconds, verb, resource in pauses:
+        faults.delay(seconds, verb, resource)
+    return len(rules) + len(pauses)
+
+
+def _items(value: object, where: str) -> list[dict[str, object]]:
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise InputError(where, "must be a list of mappings")
+    return value
+
+
+def _known(item: dict[str, object], keys: set[str], where: str) -> None:
+    unknown = sorted(set(item) - keys)
+    if unknown:
+        raise InputError(f"{where}.{unknown[0]}", f"unknown field (expected {', '.join(sorted(keys))})")
+
+
+def _text(item: dict[str, object], key: str, where: str, required: bool = False) -> str:
+    value = item.get(key, "")
+    if not isinstance(value, str) or (required and not value):
+        raise InputError(f"{where}.{key}", "missing" if required and not value else f"must be a string, got {value!r}")
+    return value
+
+
+def _verb(item: dict[str, object], where: str) -> str:
+    verb = _text(item, "verb", where) or "*"
+    if verb not in VERBS:
+        raise InputError(f"{where}.verb", f"must be one of {', '.join(sorted(VERBS))}, got {verb!r}")
+    return verb
 
 
 class Audit:

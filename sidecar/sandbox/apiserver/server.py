@@ -14,9 +14,10 @@ from types import TracebackType
 import yaml
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.errors import InputError
 from sidecar.sandbox.apiserver.apierrors import ApiError
 from sidecar.sandbox.apiserver.disruption import DisruptionController
-from sidecar.sandbox.apiserver.faults import Audit, Faults
+from sidecar.sandbox.apiserver.faults import Audit, Faults, load_faults
 from sidecar.sandbox.apiserver.http import EmulatorHTTPServer
 from sidecar.sandbox.apiserver.kubeconfig import write_kubeconfig
 from sidecar.sandbox.apiserver.lifecycle import Lifecycle
@@ -25,7 +26,7 @@ from sidecar.sandbox.apiserver.rest import Api
 from sidecar.sandbox.apiserver.store import Obj, Store
 from sidecar.sandbox.controlplane import ControlPlane, ControlPlaneConfig
 from sidecar.sandbox.objects import objects_from_snapshot
-from sidecar.snapshot.io import load_snapshot
+from sidecar.snapshot.io import load_snapshot, read_data
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _HERE = Path(__file__).resolve()
@@ -134,8 +135,19 @@ class ApiServer:
         return done
 
 
-def serve(port: int, kubeconfig_path: str, load: str | None = None, *, control_plane: bool = False) -> int:
-    """The CLI's ``sandbox serve``: load, write the kubeconfig, then serve until SIGINT/SIGTERM (exit 0).
+def _install_faults(server: ApiServer, path: str) -> int:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise InputError("--faults", f"cannot read {path}: {exc.strerror or exc}") from None
+    return load_faults(server.faults, read_data(text, source=path), path)
+
+
+def serve(
+    port: int, kubeconfig_path: str, load: str | None = None, *, control_plane: bool = False, faults: str | None = None
+) -> int:
+    """The CLI's ``sandbox serve``: load, install the faults file, write the kubeconfig, then serve
+    until SIGINT/SIGTERM (exit 0).
 
     Port 0 binds a free port; the URL is printed once the server answers, the kubeconfig already written.
     """
@@ -145,9 +157,11 @@ def serve(port: int, kubeconfig_path: str, load: str | None = None, *, control_p
     server = ApiServer(port, control_plane=control_plane)
     try:
         loaded = server.load(load_snapshot(load)) if load else 0
+        rules = _install_faults(server, faults) if faults else 0
         path = server.kubeconfig(kubeconfig_path)
         server.start()
-        print(f"serving {server.url} ({loaded} objects loaded); kubeconfig: {path}", flush=True)
+        injected = f", {rules} fault rules from {faults}" if faults else ""
+        print(f"serving {server.url} ({loaded} objects loaded{injected}); kubeconfig: {path}", flush=True)
         print(f"try: kubectl --kubeconfig {path} get nodes,pods -A", flush=True)
         stop.wait()
     finally:
