@@ -380,14 +380,10 @@ def test_declared_status_fields_are_validated(k8s: client.ApiClient, status: dic
     assert fields[0] == field and set(fields[1:]) <= {"<nil>"}  # "<nil>": the CEL rules were not checked
 
 
-def test_a_misspelt_field_is_refused_under_kubectls_strict_field_validation(
-    request: pytest.FixtureRequest, kubeconfig: Path
-) -> None:
-    """kubectl sends ``fieldValidation=Strict``: kube-apiserver refuses an unknown field by name
-    (400, "strict decoding error") instead of pruning it, so the misspelt threshold cannot
-    silently become 0. The sandbox still prunes it (README, "Known differences")."""
-    if request.node.callspec.params["kubeconfig"] == "sandbox":
-        pytest.skip("known difference: the sandbox prunes unknown fields even under fieldValidation=Strict")
+def test_a_misspelt_field_is_refused_under_kubectls_strict_field_validation(kubeconfig: Path) -> None:
+    """kubectl sends ``fieldValidation=Strict``: the API server (kube-apiserver and the sandbox)
+    refuses an unknown field by name (400, "strict decoding error") instead of pruning it, so the
+    misspelt threshold cannot silently become 0."""
     doc = GUIDE_MINIMAL.replace(f"- resource: {NPU}", f"- resource: {NPU}\n      minFragImprovmentPercent: 10")
     done = kubectl(kubeconfig, "apply", "-f", "-", stdin=doc, check=False)
     assert done.returncode != 0
@@ -396,3 +392,65 @@ def test_a_misspelt_field_is_refused_under_kubectls_strict_field_validation(
     # Warn: accepted with the field dropped, and a warning naming it
     warned = kubectl(kubeconfig, "apply", "--validate=warn", "-f", "-", stdin=doc)
     assert 'unknown field "spec.goals[0].minFragImprovmentPercent"' in warned.stderr
+
+
+STRICT_RUN = f"""
+apiVersion: {GROUP}/{VERSION}
+kind: RepackRun
+metadata: {{name: strict}}
+spec: {{mode: DryRun, goals: [{{resource: {NPU}, colour: red}}], extra: 1}}
+"""
+STRICT_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: strict-pod, namespace: default, colour: red}
+spec:
+  containers: [{name: c, image: busybox, foo: 1}]
+  bar: true
+"""
+
+
+@pytest.mark.parametrize(
+    "doc,kind,fields",
+    [
+        (STRICT_RUN, "RepackRun", ["spec.goals[0].colour", "spec.extra"]),
+        (STRICT_POD, "Pod", ["metadata.colour", "spec.containers[0].foo", "spec.bar"]),
+    ],
+    ids=["repackrun", "pod"],
+)
+def test_field_validation_strict_warn_and_ignore(kubeconfig: Path, doc: str, kind: str, fields: list[str]) -> None:
+    """kubectl's default (``--validate=strict``, fieldValidation=Strict) refuses an undeclared field
+    naming it; Warn answers with one warning each; Ignore drops them (issue 25 item 10)."""
+    name = yaml.safe_load(doc)["metadata"]["name"]
+    try:
+        strict = kubectl(kubeconfig, "create", "-f", "-", stdin=doc, check=False)
+        assert strict.returncode != 0
+        version = "v1" if kind == "Pod" else VERSION
+        assert f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: ' in strict.stderr
+        for f in fields:
+            assert f'unknown field "{f}"' in strict.stderr, strict.stderr
+        warned = kubectl(kubeconfig, "create", "--validate=warn", "-f", "-", stdin=doc)
+        assert sorted(line for line in warned.stderr.splitlines() if line.startswith("Warning:")) == sorted(
+            f'Warning: unknown field "{f}"' for f in fields
+        )
+        kubectl(kubeconfig, "delete", kind.lower(), name, "--wait=false", *(["-n", "default"] if kind == "Pod" else []))
+        kubectl(kubeconfig, "create", "--validate=false", "-f", "-", stdin=doc)
+        stored = json.loads(
+            kubectl(
+                kubeconfig, "get", kind.lower(), name, "-o", "json", *(["-n", "default"] if kind == "Pod" else [])
+            ).stdout
+        )
+        assert "extra" not in stored["spec"] and "bar" not in stored["spec"] and "colour" not in stored["metadata"]
+    finally:
+        ns = ["-n", "default"] if kind == "Pod" else []
+        kubectl(
+            kubeconfig,
+            "delete",
+            kind.lower(),
+            name,
+            "--ignore-not-found",
+            "--grace-period=0",
+            "--force",
+            *ns,
+            check=False,
+        )

@@ -111,6 +111,10 @@ class CustomResource:
             out.append((definition, steps))
         return out
 
+    def unknown_fields(self, body: dict[str, Any]) -> list[str]:
+        """Fields of ``body`` (an object without apiVersion, kind, metadata) the schema does not declare."""
+        return schema.unknown_fields(self._schema, body)
+
     def prune(self, obj: dict[str, Any]) -> dict[str, Any]:
         """A copy without the fields the schema does not know (where not preserved)."""
         return dict(schema.prune(self._schema, copy.deepcopy(obj), root=True))

@@ -156,6 +156,29 @@ def _check_field_path(s: Schema, field_path: str, where: str) -> None:
             raise ValueError(f"{where}.fieldPath: Invalid value: {field_path!r}: fieldPath must be a valid path")
 
 
+def _undeclared(s: Schema, key: str) -> bool:
+    """Whether ``key`` is a field ``s`` neither declares nor preserves (the pruning rule)."""
+    return s.properties.get(key, s.additional) is None and not (s.preserve or s.additional_any)
+
+
+def unknown_fields(s: Schema | None, value: Any, path: str = "") -> list[str]:
+    """Paths of the fields :func:`prune` would drop as unknown (``spec.foo``, ``spec.items[0].bar``)."""
+    if s is None:
+        return []
+    out: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else key
+            if _undeclared(s, key):
+                out.append(where)
+            else:
+                out += unknown_fields(s.properties.get(key, s.additional), item, where)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            out += unknown_fields(s.items, item, f"{path}[{i}]")
+    return out
+
+
 def prune(s: Schema | None, value: Any, *, root: bool = False) -> Any:
     """``value`` without unknown fields and non-nullable nulls lacking a default (in place)."""
     if s is None:
@@ -165,8 +188,8 @@ def prune(s: Schema | None, value: Any, *, root: bool = False) -> Any:
             if root and key in ("apiVersion", "kind", "metadata"):
                 continue
             sub = s.properties.get(key, s.additional)
-            unknown = sub is None and not (s.preserve or s.additional_any)
-            if unknown or (value[key] is None and sub is not None and not sub.nullable and sub.default is MISSING):
+            null = value[key] is None and sub is not None and not sub.nullable and sub.default is MISSING
+            if _undeclared(s, key) or null:
                 del value[key]
             else:
                 prune(sub, value[key])

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from sidecar.sandbox.apiserver import discovery
+from sidecar.sandbox.apiserver import discovery, fields
 from sidecar.sandbox.apiserver.apierrors import ApiError
 from sidecar.sandbox.apiserver.faults import Audit, AuditRecord, Faults
 from sidecar.sandbox.apiserver.registry import ResourceType
@@ -76,6 +76,8 @@ class Handler(BaseHTTPRequestHandler):
     def _send(self, code: int, body: Any) -> None:
         data = _dumps(body)
         self.send_response(code)
+        for warning in getattr(self, "warnings", ()):  # RFC 7234 warn-code 299, as the API server sends them
+            self.send_header("Warning", '299 - "{}"'.format(warning.replace("\\", "\\\\").replace('"', '\\"')))
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -91,6 +93,7 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         self.body = self.rfile.read(length) if length else b""
         self.code, verb, route = 500, method.lower(), None
+        self.warnings: list[str] = []
         try:
             doc = self._discovery(url.path) if method == "GET" else None
             if doc is not None:
@@ -188,6 +191,10 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(405, f"{method} is not supported on this path")
         return verb
 
+    def _validation(self) -> tuple[str, list[str]]:
+        """The request's field validation (``fieldValidation``, Warn when absent) and where its warnings go."""
+        return fields.mode_of(self.q), self.warnings
+
     def _json(self) -> Obj:
         try:
             doc = json.loads(self.body or b"{}")
@@ -215,11 +222,12 @@ class Handler(BaseHTTPRequestHandler):
         elif verb == "create" and r.sub == "eviction":
             self._send(201, api.evict(r.namespace, r.name, self._json()))
         elif verb == "create":
-            self._send(201, api.create(r.rt, r.namespace, self._json()))
+            self._send(201, api.create(r.rt, r.namespace, self._json(), validation=self._validation()))
         elif verb == "update":
-            self._send(200, api.replace(r.rt, r.namespace, r.name, self._json(), r.sub))
+            self._send(200, api.replace(r.rt, r.namespace, r.name, self._json(), r.sub, self._validation()))
         elif verb == "patch":
-            self._send(*api.patch(r.rt, r.namespace, r.name, self.body, self.headers.get("Content-Type", ""), r.sub))
+            ctype = self.headers.get("Content-Type", "")
+            self._send(*api.patch(r.rt, r.namespace, r.name, self.body, ctype, r.sub, self._validation()))
         elif verb == "delete":
             opts = self._json() if self.body else {}
             for k in ("gracePeriodSeconds", "propagationPolicy"):

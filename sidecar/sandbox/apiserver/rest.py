@@ -14,13 +14,16 @@ from typing import Any
 
 import yaml
 
-from sidecar.sandbox.apiserver import admission, podrules
+from sidecar.sandbox.apiserver import admission, fields, podrules
 from sidecar.sandbox.apiserver import patch as patches
 from sidecar.sandbox.apiserver.apierrors import ApiError, conflict, gone, invalid, not_found, success
 from sidecar.sandbox.apiserver.registry import Registry, ResourceType
 from sidecar.sandbox.apiserver.selectors import Predicate
 from sidecar.sandbox.apiserver.store import Obj, Store, now_iso
 from sidecar.sandbox.policy import Eviction, decide_eviction, record_eviction
+
+#: an HTTP request's field validation: its mode and the list its warnings go to (None: in process)
+Validation = tuple[str, list[str]] | None
 
 CRD_KEY = "apiextensions.k8s.io/customresourcedefinitions"
 PDB_KEY = "policy/poddisruptionbudgets"
@@ -85,11 +88,21 @@ class Api:
         return obj
 
     def create(
-        self, rt: ResourceType, namespace: str, body: Obj, *, keep_status: bool = False, stored: bool = False
+        self,
+        rt: ResourceType,
+        namespace: str,
+        body: Obj,
+        *,
+        keep_status: bool = False,
+        stored: bool = False,
+        validation: Validation = None,
     ) -> Obj:
         """A client's create; ``stored`` writes an object as stored state (loaders: status, uid and
-        deletionTimestamp kept as given, which no client request could set)."""
+        deletionTimestamp kept as given, which no client request could set). ``validation`` is an
+        HTTP request's (field validation mode, warnings out); in-process callers skip it."""
         obj = clone(body)
+        if validation is not None:
+            obj = fields.check(rt, obj, *validation)
         obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
         if not stored:
             obj = admission.admit(self.store, rt, namespace or _meta(obj).get("namespace", ""), obj)
@@ -147,9 +160,13 @@ class Api:
         return items, rv, "", 0
 
     # -- update / patch ----------------------------------------------------------------------
-    def replace(self, rt: ResourceType, namespace: str, name: str, body: Obj, sub: str = "") -> Obj:
+    def replace(
+        self, rt: ResourceType, namespace: str, name: str, body: Obj, sub: str = "", validation: Validation = None
+    ) -> Obj:
         old = self.get(rt, namespace, name)
         obj = copy.deepcopy(body)
+        if validation is not None:
+            obj = fields.check(rt, obj, *validation)
         meta = _meta(obj)
         if meta.get("name", name) != name:
             raise ApiError(
@@ -183,7 +200,14 @@ class Api:
         return self.store.update(rt.key, obj, check_rv=check_rv)
 
     def patch(
-        self, rt: ResourceType, namespace: str, name: str, body: bytes, content_type: str, sub: str = ""
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: bytes,
+        content_type: str,
+        sub: str = "",
+        validation: Validation = None,
     ) -> tuple[int, Obj]:
         """PATCH in any of the four content types; apply-patch creates the object when absent (201)."""
         ctype = content_type.split(";")[0].strip()
@@ -194,7 +218,7 @@ class Api:
         found = self.store.find(rt.key, namespace if rt.namespaced else "", name)
         if found is None:
             if ctype == "application/apply-patch+yaml" and not sub:
-                return 201, self.create(rt, namespace, doc)
+                return 201, self.create(rt, namespace, doc, validation=validation)
             raise not_found(rt.group, rt.plural, name)
         old = copy.deepcopy(found)
         if ctype == "application/merge-patch+json" or ctype == "application/apply-patch+yaml":
@@ -211,6 +235,8 @@ class Api:
             raise ApiError(415, f"the body of the request was in an unknown format: {ctype}")
         if not isinstance(new, dict):
             raise ApiError(422, "patch did not produce an object", reason="Invalid")
+        if validation is not None:
+            new = fields.check(rt, new, *validation)
         sent_rv = _meta(new).get("resourceVersion")
         if sent_rv == found["metadata"]["resourceVersion"] or ctype == "application/apply-patch+yaml":
             _meta(new).pop("resourceVersion", None)
