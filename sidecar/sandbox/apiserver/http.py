@@ -196,6 +196,12 @@ class Handler(BaseHTTPRequestHandler):
         return fields.mode_of(self.q), self.warnings
 
     def _json(self) -> Obj:
+        ctype = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+        if ctype not in ("application/json", "*/*", ""):
+            # protobuf and CBOR are not served: 415 tells client-go to retry the write as JSON
+            raise ApiError(
+                415, f"the body of the request was in an unknown format: {ctype}", reason="UnsupportedMediaType"
+            )
         try:
             doc = json.loads(self.body or b"{}")
         except ValueError as exc:

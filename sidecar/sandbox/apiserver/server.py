@@ -156,7 +156,7 @@ def serve(
         signal.signal(sig, lambda *_: stop.set())
     server = ApiServer(port, control_plane=control_plane)
     try:
-        loaded = server.load(load_snapshot(load)) if load else 0
+        loaded = server.load(load_snapshot(load) if load else [])  # the project's CRDs in any case
         rules = _install_faults(server, faults) if faults else 0
         path = server.kubeconfig(kubeconfig_path)
         server.start()

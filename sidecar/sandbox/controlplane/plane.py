@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sidecar.sandbox.apiserver.rest import Api
+from sidecar.sandbox.controlplane.creation import Creation
 from sidecar.sandbox.controlplane.kubelet import Kubelet
 from sidecar.sandbox.controlplane.loop import Loop
 from sidecar.sandbox.controlplane.scheduler import Scheduler
@@ -39,10 +40,11 @@ class ControlPlane:
             if wanted
             else None
         )
+        self.creation = Creation(api, jobs=config.jobs, modelserving=config.modelserving) if wanted else None
 
     @property
     def parts(self) -> list[Loop]:
-        return [p for p in (self.scheduler, self.kubelet, self.workloads) if p is not None]
+        return [p for p in (self.creation, self.scheduler, self.kubelet, self.workloads) if p is not None]
 
     def start(self) -> None:
         for part in self.parts:
@@ -53,5 +55,6 @@ class ControlPlane:
             part.stop()
 
     def cycle(self) -> int:
-        """One pass of every part in order (workloads, scheduler, kubelet); returns objects changed."""
-        return sum(p.cycle() for p in (self.workloads, self.scheduler, self.kubelet) if p is not None)
+        """One pass of every part in order (creation, workloads, scheduler, kubelet); returns objects changed."""
+        parts = (self.creation, self.workloads, self.scheduler, self.kubelet)
+        return sum(p.cycle() for p in parts if p is not None)
