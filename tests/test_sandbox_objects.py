@@ -174,8 +174,9 @@ def _assert_same_cluster(snap: pb.Snapshot) -> None:
         (g.namespace, g.name, g.min_member, dict(g.min_task_member), dict(g.labels), g.phase, g.queue or "default")
         for g in want.pod_groups
     ]
-    order = {uid: i for i, uid in enumerate(got.task_uid)}
-    idx = [order[u] for u in want.task_uid]
+    # matched by namespace and name: uids that are not UUIDs become UUIDs on the way (object_uid)
+    order = {(got.namespaces[got.task_namespace[i]], n): i for i, n in enumerate(got.task_name)}
+    idx = [order[(want.namespaces[want.task_namespace[i]], n)] for i, n in enumerate(want.task_name)]
     assert [got.task_name[i] for i in idx] == want.task_name
     assert got.task_node[idx].tolist() == want.task_node.tolist() or True  # checked below with statuses
     assert got.task_pod_group[idx].tolist() == want.task_pod_group.tolist()

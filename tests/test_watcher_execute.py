@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client
 from structlog.testing import capture_logs
 
+from sidecar.sandbox.objects import object_uid
 from sidecar.snapshot.kube import GROUP_NAME
 from sidecar.watcher.cluster import read_cluster
 from sidecar.watcher.execute import ExecuteOptions, ExecuteReconciler
@@ -64,7 +65,7 @@ def test_the_guides_execute_run_frees_ascend_node_01(tmp_path: Path, planner: Pl
         rec = ExecuteReconciler(box.api, planner)
         assert rec.reconcile(box.run(NAME)).phase == "Running"
         victim = box.pod(WORKER0)
-        assert victim is not None and victim.metadata.uid == "t-train-0"
+        assert victim is not None and victim.metadata.uid == object_uid("t-train-0")
         assert victim.metadata.deletion_timestamp is not None and victim.metadata.deletion_grace_period_seconds == 1
         assert box.drive(rec, NAME, passes=80, between=lambda: time.sleep(0.03)) == "Succeeded"
         run = box.run(NAME)

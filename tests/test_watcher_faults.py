@@ -18,6 +18,7 @@ import pytest
 
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
 from sidecar.client import RepackClient
+from sidecar.sandbox.objects import object_uid
 from sidecar.service import Deadline, DeadlineExceeded, RepackService
 from sidecar.watcher.execute import ExecuteOptions, ExecuteReconciler
 from sidecar.watcher.placement import PLACEMENT_GATE
@@ -179,7 +180,7 @@ def test_a_pod_disruption_budget_that_keeps_refusing_ends_with_eviction_blocked(
             r = relocation(run, pod)
             assert (r["eviction"]["phase"], r["placement"]["phase"]) == ("Blocked", "Skipped")
             assert "disruption budget" in r["eviction"]["message"]
-        assert box.pod(WORKER0).metadata.uid == "t-train-0"  # type: ignore[union-attr]
+        assert box.pod(WORKER0).metadata.uid == object_uid("t-train-0")  # type: ignore[union-attr]
         events = {e.reason for e in box.core.list_namespaced_event("default").items if e.involved_object.name == NAME}
         assert {"EvictionBlocked", "Admitted"} <= events
 

@@ -17,6 +17,7 @@ from sidecar.api.v1alpha1 import service_pb2, spec_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.client import RepackClient
 from sidecar.errors import InputError
+from sidecar.sandbox.objects import object_uid
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import ServerConfig
 from sidecar.service import Deadline, RepackService
@@ -169,8 +170,8 @@ def test_an_execute_run_journals_the_sessions_plan_with_the_informers_uids(
         assert recorder.sources == [SESSION], "planned once, at admission, on the session"
         assert status["plan"]["freedNodes"] == ["ascend-node-01"]
         assert {(r["victimPodName"], r["victimPodUID"]) for r in status["relocations"]} == {
-            (WORKER0, "t-train-0"),
-            (WORKER1, "t-train-1"),
+            (WORKER0, object_uid("t-train-0")),  # the pod's uid as the API server holds it
+            (WORKER1, object_uid("t-train-1")),
         }
         assert all(r["owner"]["uid"] for r in status["relocations"])
         events = [e for e in box.core.list_namespaced_event("default").items if e.involved_object.name == "on-latest"]

@@ -51,6 +51,17 @@ def stable_uid(*parts: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, "/".join(parts)))
 
 
+def object_uid(given: str, *parts: str) -> str:
+    """``given`` when it is a UUID, as the API server's are; else a stable UUID derived from it (or
+    from ``parts`` when none is given): a snapshot's ``t-train-0`` becomes a uid that looks like one."""
+    if given:
+        try:
+            return str(uuid.UUID(given))
+        except ValueError:
+            return stable_uid("uid", given)
+    return stable_uid(*parts)
+
+
 def _binary(value: int) -> str:
     for suffix, unit in (("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024)):
         if value and value % unit == 0:
@@ -108,7 +119,7 @@ def _owner_refs(refs: Any, namespace: str) -> list[dict[str, Any]]:
     out = []
     for ref in refs:
         item = {"apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name}
-        item["uid"] = ref.uid or stable_uid(ref.api_version, ref.kind, namespace, ref.name)
+        item["uid"] = object_uid(ref.uid, ref.api_version, ref.kind, namespace, ref.name)
         if ref.controller:
             item |= {"controller": True, "blockOwnerDeletion": True}
         out.append(item)
@@ -235,7 +246,7 @@ def _pod(task: pb.Task, groups: dict[tuple[str, str], pb.PodGroup]) -> dict[str,
     meta: dict[str, Any] = {
         "name": task.name,
         "namespace": task.namespace,
-        "uid": task.uid or stable_uid("pod", task.namespace, task.name),
+        "uid": object_uid(task.uid, "pod", task.namespace, task.name),
     }
     if prof.labels:
         meta["labels"] = dict(prof.labels)

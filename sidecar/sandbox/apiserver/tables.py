@@ -18,10 +18,10 @@ Column = tuple[str, str, int]  # name, type, priority
 
 
 def age(stamp: str | None) -> str:
-    """kubectl's short duration (``5s``, ``3m``, ``2h``, ``4d``)."""
+    """kubectl's short duration (``5s``, ``3m``, ``2h``, ``4d``) since an RFC 3339 time (MicroTime too)."""
     if not stamp:
         return "<unknown>"
-    secs = max(0, int(time.time() - timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))))
+    secs = max(0, int(time.time() - timegm(time.strptime(stamp.split(".")[0].rstrip("Z"), "%Y-%m-%dT%H:%M:%S"))))
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if secs >= size * (2 if unit != "d" else 1):
             return f"{secs // size}{unit}"
@@ -62,6 +62,35 @@ def _node(o: Obj) -> list[Any]:
         info.get("kubeletVersion", ""),
         addrs.get("InternalIP", "<none>"),
         info.get("osImage", "<unknown>"),
+    ]
+
+
+def _event(o: Obj) -> list[Any]:
+    """The API server's event printer (pkg/printers/internalversion printEvent): last seen, type,
+    reason, object, subobject, source, message, first seen, count, name."""
+    first = age(o.get("firstTimestamp") or o.get("eventTime"))
+    last = age(o["lastTimestamp"]) if o.get("lastTimestamp") else first
+    count = int(o.get("count") or 0) or 1
+    series = o.get("series") or {}
+    if series:
+        last, count = age(series.get("lastObservedTime")), int(series.get("count") or 1)
+    involved = o.get("involvedObject") or {}
+    kind = str(involved.get("kind", "")).lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    source = o.get("source") or {}
+    component = source.get("component") or o.get("reportingComponent", "")
+    host = source.get("host") or o.get("reportingInstance", "")
+    return [
+        last,
+        o.get("type", ""),
+        o.get("reason", ""),
+        target,
+        involved.get("fieldPath", ""),
+        f"{component}, {host}" if host else component,
+        str(o.get("message", "")).strip(),
+        first,
+        count,
+        o["metadata"]["name"],
     ]
 
 
@@ -118,13 +147,19 @@ BUILTIN: dict[str, tuple[list[Column], Any]] = {
         lambda o: [field_value(o, "spec.holderIdentity"), age(o["metadata"].get("creationTimestamp"))],
     ),
     "Event": (
-        [("Type", "string", 0), ("Reason", "string", 0), ("Object", "string", 0), ("Message", "string", 0)],
-        lambda o: [
-            o.get("type", ""),
-            o.get("reason", ""),
-            f"{field_value(o, 'involvedObject.kind').lower()}/{field_value(o, 'involvedObject.name')}",
-            o.get("message", ""),
+        [
+            ("Last Seen", "string", 0),
+            ("Type", "string", 0),
+            ("Reason", "string", 0),
+            ("Object", "string", 0),
+            ("Subobject", "string", 1),
+            ("Source", "string", 1),
+            ("Message", "string", 0),
+            ("First Seen", "string", 1),
+            ("Count", "integer", 1),
+            ("Name", "string", 1),
         ],
+        _event,
     ),
     "CustomResourceDefinition": ([("Created At", "date", 0)], lambda o: [o["metadata"].get("creationTimestamp")]),
 }
@@ -140,9 +175,14 @@ def table(rt: ResourceType, objs: list[Obj], rv: int, cont: str = "") -> Obj:
         cols, cells = BUILTIN.get(
             rt.kind, ([("Age", "string", 0)], lambda o: [age(o["metadata"].get("creationTimestamp"))])
         )
-        defs = [{"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}]
-        defs += [{"name": n, "type": t, "format": "", "description": n, "priority": p} for n, t, p in cols]
-        rows = [{"cells": [o["metadata"]["name"], *cells(o)], "object": o} for o in objs]
+        # the name leads every built-in table but the events', whose printer names it last (wide only)
+        lead = rt.kind != "Event"
+        defs = [{"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}] * lead
+        defs += [
+            {"name": n, "type": t, "format": "name" if n == "Name" else "", "description": n, "priority": p}
+            for n, t, p in cols
+        ]
+        rows = [{"cells": [o["metadata"]["name"]] * lead + cells(o), "object": o} for o in objs]
         out = {"columnDefinitions": defs, "rows": rows}
     out.update({"kind": "Table", "apiVersion": "meta.k8s.io/v1"})
     out["metadata"] = {"resourceVersion": str(rv), **({"continue": cont} if cont else {})}

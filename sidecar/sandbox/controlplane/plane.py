@@ -33,7 +33,7 @@ class ControlPlane:
     def __init__(self, api: Api, config: ControlPlaneConfig | None = None) -> None:
         self.config = config = config or ControlPlaneConfig()
         self.scheduler = Scheduler(api, period=config.scheduler_period) if config.scheduler else None
-        self.kubelet = Kubelet(api.store, start_delay=config.kubelet_start_delay) if config.kubelet else None
+        self.kubelet = Kubelet(api, start_delay=config.kubelet_start_delay) if config.kubelet else None
         wanted = config.jobs or config.modelserving
         self.workloads = (
             Workloads(api, jobs=config.jobs, modelserving=config.modelserving, gates=config.rebuild_gates)

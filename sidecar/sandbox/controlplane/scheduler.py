@@ -22,6 +22,7 @@ from sidecar.mirror.simulation import Simulation
 from sidecar.sandbox.apiserver.apierrors import ApiError
 from sidecar.sandbox.apiserver.rest import PDB_KEY, POD_KEY, Api
 from sidecar.sandbox.apiserver.store import Obj
+from sidecar.sandbox.controlplane import events
 from sidecar.sandbox.controlplane.loop import Loop
 from sidecar.snapshot import taskstatus as ts
 from sidecar.snapshot.decode import decode
@@ -67,7 +68,12 @@ class Scheduler(Loop):
                 self.api.bind(ns, name, {"target": {"name": node}})
                 done += 1
             except ApiError:  # bound, deleted or changed since the scan: the next cycle sees it
-                pass
+                continue
+            pod = self.store.find(POD_KEY, ns, name)
+            if pod is not None:  # Volcano's binder reports each binding (cache.go, "Scheduled")
+                events.record(
+                    self.api, pod, "Normal", "Scheduled", f"Successfully assigned {ns}/{name} to {node}", "volcano"
+                )
         return done
 
     def _wants(self, pod: Obj) -> bool:
