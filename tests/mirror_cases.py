@@ -12,6 +12,15 @@ from sidecar.mirror.core import Mirror
 from sidecar.snapshot.decode import decode
 
 GPU = "nvidia.com/gpu"
+#: a volcano-scheduler.conf without the predicates plugin (its pod-number check off)
+NO_PREDICATES = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: gang
+- plugins:
+  - name: nodeorder
+"""
 
 
 def n(

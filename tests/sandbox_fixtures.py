@@ -107,3 +107,13 @@ def wait_for(what: Callable[[], T | None], timeout: float = 10.0, *, why: str = 
             return got
         time.sleep(0.02)
     raise AssertionError(f"condition not met within {timeout}s" + (f": {why}" if why else ""))
+
+
+def kubectl_out(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
+    """``kubectl --kubeconfig KUBECONFIG ARGS`` as a person types it; its stdout, failing the test
+    with kubectl's stderr when it exits non-zero."""
+    done = subprocess.run(
+        ["kubectl", "--kubeconfig", str(kubeconfig), *args], input=stdin, capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from mirror_cases import NO_PREDICATES
 from plan_cases import GPU, Cluster, explanation, moves, plan, plan_status, reason, spec
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
@@ -272,16 +273,6 @@ def test_bad_specs_name_the_field(fields: dict, field: str) -> None:  # type: ig
     with pytest.raises(InputError) as err:
         plan_status(two_half_nodes().state(), json_format.ParseDict(body, spec_pb2.RepackSpec()))
     assert err.value.field == field
-
-
-NO_PREDICATES = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: gang
-- plugins:
-  - name: nodeorder
-"""
 
 
 @pytest.mark.parametrize("strategy", ["Greedy", "Exact"])

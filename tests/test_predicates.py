@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from mirror_cases import check, mirror, n, t
+from mirror_cases import NO_PREDICATES, check, mirror, n, t
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
@@ -61,16 +61,6 @@ def test_pod_slots_are_a_resource_and_pod_number_is_recorded_with_later_reasons(
     assert got["a"] == ["Insufficient pods"]
     assert got["b"] == AFF
     assert got["r"] == ["node(s) pod number exceeded", *AFF]
-
-
-NO_PREDICATES = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: gang
-- plugins:
-  - name: nodeorder
-"""
 
 
 def test_without_the_predicates_plugin_only_allocates_fit_counts_pod_slots() -> None:

@@ -5,12 +5,12 @@ the kubelet's ``Killing`` events, UIDs that are UUIDs."""
 from __future__ import annotations
 
 import json
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sandbox_fixtures import kubectl_out as kubectl
 from sandbox_fixtures import wait_for
 
 from sidecar.mirror import KUBERNETES_RELEASE
@@ -25,14 +25,6 @@ def kubeconfig(tmp_path: Path) -> Iterator[Path]:
     with ApiServer(control_plane=True) as server:
         server.load(load_snapshot(GUIDE))
         yield server.kubeconfig(tmp_path / "kubeconfig")
-
-
-def kubectl(kc: Path, *args: str, stdin: str | None = None) -> str:
-    done = subprocess.run(
-        ["kubectl", "--kubeconfig", str(kc), *args], input=stdin, capture_output=True, text=True, timeout=30
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def test_nodes_show_the_kubelet_version_and_heartbeats(kubeconfig: Path) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from sandbox_fixtures import kubectl_out as kubectl
 from sandbox_fixtures import wait_for
 
 from sidecar.sandbox.apiserver import ApiServer
@@ -38,14 +39,6 @@ def kubeconfig(tmp_path: Path) -> Iterator[Path]:
     with ApiServer(control_plane=True) as server:
         server.load([node(f"ascend-node-0{i}") for i in (1, 2, 3)])
         yield server.kubeconfig(tmp_path / "kubeconfig")
-
-
-def kubectl(kc: Path, *args: str, stdin: str | None = None) -> str:
-    done = subprocess.run(
-        ["kubectl", "--kubeconfig", str(kc), *args], input=stdin, capture_output=True, text=True, timeout=30
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def pods(kc: Path, *selector: str) -> dict[str, dict[str, Any]]:
