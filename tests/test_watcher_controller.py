@@ -385,6 +385,22 @@ def test_work_queue_dedups_and_requeues_what_changed_while_processing() -> None:
     assert q.get(5.0) is None  # a wake makes the next get return at once
 
 
+def test_a_name_waits_for_one_delayed_add_the_earliest() -> None:
+    """Each reconcile asks to come back at its next deadline; the requests do not pile up, and an
+    earlier one replaces a later one (client-go's delaying queue)."""
+    q = WorkQueue()
+    for _ in range(100):
+        q.add_after("run", 30.0)
+    assert len(q) == 1
+    q.add_after("run", 0.05)  # an earlier deadline: taken
+    q.add_after("run", 60.0)  # a later one: covered by the pending add
+    assert len(q) == 1
+    started = time.monotonic()
+    assert q.get(1.0) == "run" and time.monotonic() - started < 1.0
+    q.done("run")
+    assert len(q) == 0 and q.get(0.1) is None  # the replaced 30 s entry does not come back
+
+
 def test_watch_once_against_sandbox_serve(tmp_path: Path) -> None:
     path = tmp_path / "kubeconfig"
     with serving("--port", "0", "--kubeconfig", str(path), "--load", str(GUIDE)):

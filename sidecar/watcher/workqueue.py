@@ -2,7 +2,9 @@
 
 A name is queued at most once however many events ask for it; a name added while it is being
 processed is processed again afterwards, never twice at once; a name that failed comes back
-after its own exponential backoff (``add_rate_limited``) until ``forget`` resets it.
+after its own exponential backoff (``add_rate_limited``) until ``forget`` resets it. A name
+waits for at most one delayed add, the earliest asked for (client-go's delaying queue): every
+reconcile asks to come back at its next deadline, and those requests do not pile up.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ class WorkQueue:
         self._queue: deque[str] = deque()
         self._dirty: set[str] = set()  # queued, or to be queued again once processed
         self._processing: set[str] = set()
-        self._delayed: list[tuple[float, int, str]] = []  # (due, tiebreak, name)
+        self._delayed: list[tuple[float, int, str]] = []  # (due, tiebreak, name); stale entries skipped
+        self._due: dict[str, float] = {}  # name -> the one delayed add it waits for
         self._order = itertools.count()
         self._failures: dict[str, int] = {}
         self._woken = False
@@ -42,7 +45,11 @@ class WorkQueue:
             self.add(name)
             return
         with self._cond:
-            heapq.heappush(self._delayed, (time.monotonic() + delay, next(self._order), name))
+            due = time.monotonic() + delay
+            if self._due.get(name, float("inf")) <= due:
+                return  # an earlier delayed add is pending: it covers this one
+            self._due[name] = due
+            heapq.heappush(self._delayed, (due, next(self._order), name))
             self._cond.notify()
 
     def add_rate_limited(self, name: str) -> float:
@@ -100,17 +107,21 @@ class WorkQueue:
             self._queue.clear()
             self._dirty.clear()
             self._delayed.clear()
+            self._due.clear()
             self._failures.clear()
             self._cond.notify_all()
 
     def __len__(self) -> int:
         with self._cond:
-            return len(self._queue) + len(self._delayed)
+            return len(self._queue) + len(self._due)
 
     def _promote(self) -> None:
         now = time.monotonic()
         while self._delayed and self._delayed[0][0] <= now:
-            _, _, name = heapq.heappop(self._delayed)
+            due, _, name = heapq.heappop(self._delayed)
+            if self._due.get(name) != due:
+                continue  # replaced by an earlier add
+            del self._due[name]
             if name not in self._dirty:
                 self._dirty.add(name)
                 if name not in self._processing:
