@@ -19,18 +19,19 @@ kernel is checked against it on real states (tests/test_search.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.mirror.conf import SchedulerConf
+from sidecar.mirror.interpod import InterPodAffinity
+from sidecar.mirror.podindex import PodIndex
+from sidecar.mirror.selectors import NodeLabels
 from sidecar.mirror.simulation import Simulation, task_ports
+from sidecar.mirror.spread import TopologySpread
 from sidecar.mirror.types import Mask, Subject
 from sidecar.snapshot.taskstatus import RELEASING
-
-if TYPE_CHECKING:
-    from sidecar.mirror.predicates import Predicates
 
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
@@ -83,15 +84,23 @@ def countable(profile: pb.TaskProfile) -> bool:
     return not (profile.pod_affinity or task_ports(profile))
 
 
-def domain_rules(p: Predicates, subj: Subject) -> list[DomainRule] | None:
-    """Every pod-level check of ``subj`` as domain rules, or None when it has one that is not."""
-    prof, conf = subj.profile, p.conf
+def domain_rules(
+    conf: SchedulerConf,
+    spread: TopologySpread,
+    interpod: InterPodAffinity,
+    index: PodIndex,
+    labels: NodeLabels,
+    subj: Subject,
+) -> list[DomainRule] | None:
+    """Every pod-level check of ``subj`` as domain rules, or None when it has one that is not
+    (the predicates' parts it reads are passed in: ``Predicates.domain_rules`` is the caller)."""
+    prof = subj.profile
     if not countable(prof):
         return None
     rules: list[DomainRule] = []
     key = (subj.profile_index, subj.namespace)
     if conf.predicate_on("PodTopologySpread") and prof.topology_spread_constraints:
-        for j, r in enumerate(p.spread.rules(subj)):
+        for j, r in enumerate(spread.rules(subj)):
             rules.append(
                 DomainRule(
                     ("spread", *key, j),
@@ -109,14 +118,14 @@ def domain_rules(p: Predicates, subj: Subject) -> list[DomainRule] | None:
             )
     if not conf.predicate_on("InterPodAffinity"):
         return rules
-    index, none = p.index, np.zeros(0, np.int32)
+    none = np.zeros(0, np.int32)
     for j, term in enumerate(prof.pod_anti_affinity):
-        t = p.interpod.term(term, subj.namespace)
-        codes, values, _ = p.labels.column(t.key)
+        t = interpod.term(term, subj.namespace)
+        codes, values, _ = labels.column(t.key)
         tasks = index.matching_tasks(t.selector, t.namespaces)
         rules.append(DomainRule(("anti", *key, j), tasks, codes, len(values), None, none, 0, 0, True, True, True))
     for g, topology in index.anti_targets(subj) if index.anti_groups else []:
-        codes, values, _ = p.labels.column(topology)
+        codes, values, _ = labels.column(topology)
         members = index.anti_groups[g][2]
         rules.append(
             DomainRule(("group", g, topology), members, codes, len(values), None, none, 0, 0, True, True, True)

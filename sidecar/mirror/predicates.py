@@ -93,7 +93,7 @@ class Predicates:
         key = (subj.profile_index, subj.namespace) if subj.profile_index is not None else None
         if key is not None and key in self._domain_rules:
             return self._domain_rules[key]
-        rules = domain_rules(self, subj)
+        rules = domain_rules(self.conf, self.spread, self.interpod, self.index, self.labels, subj)
         if key is not None:
             self._domain_rules[key] = rules
         return rules

@@ -31,7 +31,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -39,10 +39,8 @@ from sidecar.mirror.simulation import Simulation, task_ports
 from sidecar.repack.candidates import RECEIVER, Candidate, Outcome, Prepared, emptied_outcome
 from sidecar.repack.cost import GangState, initial_deltas, ranking_scores
 from sidecar.repack.fragmentation import fragmentation, holding_mask
+from sidecar.repack.result import Move, PlanningContext, PlanResult
 from sidecar.snapshot.units import TOLERANCE
-
-if TYPE_CHECKING:
-    from sidecar.repack.planner import Move, Planner, PlanResult
 
 #: scopes with more candidate nodes are planned greedily (the MILP grows with candidates × receivers)
 MAX_CANDIDATES = 60
@@ -100,7 +98,9 @@ class Unsupported(Exception):
     """A constraint the model cannot express: plan greedily."""
 
 
-def improve(planner: Planner, prep: Prepared, greedy: PlanResult, time_limit: float = TIME_LIMIT) -> PlanResult | None:
+def improve(
+    planner: PlanningContext, prep: Prepared, greedy: PlanResult, time_limit: float = TIME_LIMIT
+) -> PlanResult | None:
     """An exact plan better than ``greedy`` (replayed through the mirror), or None to keep greedy."""
     cands = prep.candidates
     if not cands or len(cands) > MAX_CANDIDATES or not available():
@@ -126,7 +126,7 @@ class Model:
     """The MILP above for ``cands``; raises Unsupported for what it cannot express (or when it has
     more than ``max_pairs`` (pod, receiver) pairs)."""
 
-    def __init__(self, planner: Planner, cands: list[Candidate], max_pairs: int | None = MAX_PAIRS) -> None:
+    def __init__(self, planner: PlanningContext, cands: list[Candidate], max_pairs: int | None = MAX_PAIRS) -> None:
         mirror, state, goal = planner.mirror, planner.state, planner.goal
         self.planner, self.cands = planner, cands
         self.status = "not solved"
@@ -306,12 +306,10 @@ def _only_hostname_terms(profile: Any, predicates: Any, subj: Any) -> bool:
 
 
 def _replay(
-    planner: Planner, prep: Prepared, cands: list[Candidate], solution: Solution, greedy: PlanResult
+    planner: PlanningContext, prep: Prepared, cands: list[Candidate], solution: Solution, greedy: PlanResult
 ) -> PlanResult | None:
     """The solution through the mirror: every emptied node's pods removed, then each placed on its
     receiver only if the Filter passes there on the state holding every earlier move."""
-    from sidecar.repack.planner import Move, PlanResult
-
     state, mirror, goal = planner.state, planner.mirror, planner.goal
     sim = Simulation(state)
     chosen = [cands[ci] for ci in solution.emptied]

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -30,43 +29,19 @@ import numpy.typing as npt
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.repack import candidates, exact, receivers
-from sidecar.repack.candidates import CandidatePods, CandidateTable, Outcome, Prepared
-from sidecar.repack.cost import GangState
-from sidecar.repack.fragmentation import Fragmentation, fragmentation
+from sidecar.repack.candidates import CandidatePods, CandidateTable, Prepared
+from sidecar.repack.fragmentation import fragmentation
 from sidecar.repack.limits import Budgets, Preflight, count_pdbs, pin_pdb_protected
 from sidecar.repack.nodelevel import NodeLevelPods
 from sidecar.repack.ranking import RoundScores
 from sidecar.repack.receivers import Receivers
+from sidecar.repack.result import Move, PlanResult
 from sidecar.repack.search import Search
 from sidecar.repack.spec import RunSpec, require_provided_goal
 from sidecar.snapshot.state import ClusterState
 
 #: failed tries (since the last one) that trigger the bulk capacity check
 PREFLIGHT_AFTER_FAILURES = 8
-
-
-@dataclass(frozen=True)
-class Move:
-    task: int
-    source: int
-    target: int
-
-
-@dataclass
-class PlanResult:
-    resource: str
-    before: Fragmentation
-    after: Fragmentation
-    moves: list[Move]
-    freed: list[int]
-    outcomes: dict[int, Outcome]
-    gang: GangState
-    pod_group_count: int  # PodGroups in scope
-    node_count: int  # nodes in scope
-
-    @property
-    def improvement(self) -> float:
-        return self.before.percent - self.after.percent
 
 
 class Planner:

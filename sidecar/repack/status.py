@@ -6,7 +6,7 @@ from collections import defaultdict
 
 from sidecar.api.v1alpha1 import plan_pb2
 from sidecar.repack.fragmentation import Fragmentation
-from sidecar.repack.planner import PlanResult
+from sidecar.repack.result import PlanResult
 from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import to_user_units
