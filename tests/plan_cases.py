@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from google.protobuf import json_format
 
 from sidecar.api.v1alpha1 import plan_pb2, spec_pb2
@@ -103,3 +105,16 @@ def explanation(status: plan_pb2.RepackStatus, node: str) -> tuple[str, str]:
         if c.node == node:
             return c.reason, c.message
     raise KeyError(node)
+
+
+def normalised_scores(deltas: npt.NDArray[np.float64], weights: tuple[float, ...]) -> npt.NDArray[np.float64]:
+    """The guide's ranking as written: min-max normalise each dimension over the rows ([C, 5]),
+    weight and sum (lower is better). The planner ranks by ``ranking.ranking_scores``, the same
+    order (each dimension shifted by its minimum): this form is the tests' reference for it."""
+    if deltas.shape[0] == 0:
+        return np.zeros(0)
+    lo = deltas.min(axis=0)
+    span = deltas.max(axis=0) - lo
+    norm = np.divide(deltas - lo, span, out=np.zeros_like(deltas), where=span > 0)
+    out: npt.NDArray[np.float64] = norm @ np.asarray(weights, np.float64)
+    return out

@@ -198,3 +198,24 @@ def test_no_import_circles_between_modules() -> None:
     belongs below both (issue 26 item 5: ``Move``/``PlanResult`` in ``repack/result.py``; the
     domain rules take the predicates' parts, not the Predicates)."""
     assert _cycles() == []
+
+
+def test_each_kernel_is_loaded_in_one_module() -> None:
+    """A compiled kernel has one binding module (``mirror/kernels``, ``repack/ranking``,
+    ``repack/receivers``, ``snapshot/ledger``); the others ask it whether it is in use (issue 26
+    item 1: two switches for one fact disagree sooner or later)."""
+    loaders: dict[str, list[str]] = {}
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "load"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "dispatch"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                loaders.setdefault(str(node.args[0].value), []).append(str(path.relative_to(ROOT.parent)))
+    assert loaders, "no kernel loads found: the check reads nothing"
+    assert {k: v for k, v in loaders.items() if len(v) > 1} == {}

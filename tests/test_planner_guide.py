@@ -6,9 +6,9 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from plan_cases import GPU, Cluster, explanation, moves, plan, plan_status, reason
+from plan_cases import GPU, Cluster, explanation, moves, normalised_scores, plan, plan_status, reason
 
-from sidecar.repack.cost import GangState, GroupMoves, marginal, normalised_scores
+from sidecar.repack.cost import GangState, GroupMoves, marginal
 from sidecar.repack.fragmentation import holding_mask
 from sidecar.repack.spec import DEFAULT_WEIGHTS
 from sidecar.snapshot.decode import decode

@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from plan_cases import normalised_scores
 
 from sidecar import dispatch
-from sidecar.repack import cost
+from sidecar.repack import ranking
 from sidecar.repack.candidates import CandidateTable
 
 built = dispatch.load("sidecar.repack._ranking") is not None
@@ -39,10 +40,10 @@ def best(scores: np.ndarray, tie_rank: np.ndarray) -> int:  # type: ignore[type-
 def test_kernel_scores_and_pick_agree_with_the_specification(case) -> None:  # type: ignore[no-untyped-def]
     delta, live, weights, tie_rank = case
     with dispatch.forced("twin"):
-        expected = cost.round_scores(delta, live, weights)
+        expected = ranking.round_scores(delta, live, weights)
         expected_best = best(expected, tie_rank)
     with dispatch.forced("kernel"):
-        got = cost.round_scores(delta, live, weights)
+        got = ranking.round_scores(delta, live, weights)
         got_best = best(got, tie_rank)
     assert got.tobytes() == expected.tobytes()
     assert got_best == expected_best
@@ -52,13 +53,13 @@ def test_scores_rank_like_the_normalised_sum() -> None:
     delta = np.array([[1.0, 3.0, 2.0], [0.0, 0.0, 0.0], [10.0, 0.0, 5.0], [1.0, 1.0, 1.0], [2.0, 1.0, 3.0]])
     weights = np.array([1.0, 3.0, 1.0, 1.0, 1.0])
     live = np.arange(3, dtype=np.intp)
-    normalised = cost.normalised_scores(delta.T, tuple(weights.tolist()))
+    normalised = normalised_scores(delta.T, tuple(weights.tolist()))
     for mode in ("twin", "kernel") if built else ("twin",):
         with dispatch.forced(mode):  # type: ignore[arg-type]
-            scores = cost.round_scores(delta, live, weights)
+            scores = ranking.round_scores(delta, live, weights)
         assert np.argsort(scores).tolist() == np.argsort(normalised).tolist()
         assert np.allclose(scores - scores.min(), normalised - normalised.min())
-    only = cost.round_scores(delta, np.array([2], np.intp), weights)
+    only = ranking.round_scores(delta, np.array([2], np.intp), weights)
     assert np.isinf(only[:2]).all() and only[2] == 0.0  # a single live candidate has no span
     assert best(np.full(3, np.inf), np.arange(3, dtype=np.int64)) == -1
 
@@ -92,7 +93,7 @@ def test_incremental_round_scores_equal_a_fresh_computation_every_round(data) ->
         with dispatch.forced(mode):  # type: ignore[arg-type]
             got = rounds.round(n_freed).copy()
         live = alive & (retry_at <= n_freed)
-        expected = cost.round_scores(delta, np.flatnonzero(live), weights)
+        expected = ranking.round_scores(delta, np.flatnonzero(live), weights)
         assert got.tobytes() == expected.tobytes()
         assert rounds.n_live == int(live.sum())
         for i in data.draw(st.lists(st.integers(0, c - 1), max_size=3, unique=True)):

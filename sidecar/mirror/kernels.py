@@ -8,6 +8,7 @@ kernels must return identical results (tests/test_mirror_kernels.py, hypothesis)
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +26,12 @@ _K = dispatch.load("sidecar.mirror._feasibility")
 
 def available() -> bool:
     return _K is not None
+
+
+def kernel() -> Any | None:
+    """The compiled ``_feasibility`` module while it is in use (built, not switched off), else None:
+    the one place it is loaded; other modules ask here (``Simulation.relocate``)."""
+    return _K if dispatch.mode(_K) == "kernel" else None
 
 
 # -- first insufficient resource ---------------------------------------------------------------

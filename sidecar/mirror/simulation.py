@@ -19,13 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from sidecar import dispatch
+from sidecar.mirror import kernels
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.taskstatus import ALLOCATED, PIPELINED, RELEASING, TERMINATED_MASK
 
 F64 = npt.NDArray[np.float64]
 
-_K = dispatch.load("sidecar.mirror._feasibility")
 
 PortKey = tuple[str, int, str]  # protocol, port, host ip ("" = every address)
 
@@ -176,10 +175,11 @@ class Simulation:
                 raise ValueError(f"task {state.task_name[t]} is not on a node")
             if self._ports_of(t):
                 raise ValueError(f"task {state.task_name[t]} claims host ports: use move")
-        if dispatch.mode(_K) != "kernel":
+        k = kernels.kernel()
+        if k is None:
             self.relocate_twin(tasks, targets)
         else:
-            _K.relocate(
+            k.relocate(
                 np.ascontiguousarray(tasks, np.intp),
                 np.asarray(targets, np.intp),
                 state.task_req,

@@ -16,17 +16,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from sidecar import dispatch
 from sidecar.mirror.predicates import Predicates
 from sidecar.mirror.types import S_OK
+from sidecar.repack import ranking
 from sidecar.repack.cost import GangState, GroupMoves, Pairs, initial_deltas, marginal, marginal_many, weighted
 from sidecar.repack.fragmentation import Fragmentation, fragmentation, holding_mask
 from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.taskstatus import PIPELINED
 from sidecar.snapshot.units import TOLERANCE
-
-_K = dispatch.load("sidecar.repack._ranking")
 
 #: scores this close rank as equal (the tie-break decides)
 TIE = 1e-12
@@ -272,15 +270,7 @@ class CandidateTable:
     def best(self, scores: npt.NDArray[np.float64]) -> int:
         """The candidate with the lowest score ([C], infinity: out of the round); ties: more
         capacity freed, then node name; -1 when none is left."""
-        if dispatch.mode(_K) == "kernel":
-            return int(_K.pick(scores, self.tie_rank, TIE))
-        low = scores.min() if scores.size else np.inf
-        if not np.isfinite(low):
-            return -1
-        tied = np.flatnonzero(scores <= low + TIE)
-        if tied.size == 1:
-            return int(tied[0])
-        return int(tied[np.argmin(self.tie_rank[tied])])
+        return ranking.pick(scores, self.tie_rank, TIE)
 
     def neighbours(self, i: int) -> list[int]:
         """The live candidates other than ``i`` sharing a PodGroup with it: the ones whose cost

@@ -18,11 +18,8 @@ from typing import NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from sidecar import dispatch
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.taskstatus import RUNNING
-
-_K = dispatch.load("sidecar.repack._ranking")
 
 DIMENSIONS = ("affected_workloads", "below_min_available", "affected_resources", "moved_resources", "moved_pods")
 
@@ -253,45 +250,4 @@ def weighted(weights: npt.NDArray[np.float64], deltas: npt.NDArray[np.float64]) 
     out: npt.NDArray[np.float64] = weights[0] * deltas[0]
     for d in range(1, deltas.shape[0]):
         out = out + weights[d] * deltas[d]
-    return out
-
-
-def ranking_scores(deltas_t: npt.NDArray[np.float64], weights: tuple[float, ...]) -> npt.NDArray[np.float64]:
-    """normalised_scores minus a constant, for dimension-major input ``[5, C]``:
-    sum_d w_d x_d / span_d ranks candidates exactly as the min-max normalised sum does
-    (subtracting each dimension's minimum shifts every candidate by the same amount). Summed in
-    dimension order, term by term, so the kernel behind :func:`round_scores` agrees bit for bit."""
-    if deltas_t.shape[1] == 0:
-        return np.zeros(0)
-    span = deltas_t.max(axis=1) - deltas_t.min(axis=1)
-    scale = np.divide(np.asarray(weights, np.float64), span, out=np.zeros(len(weights)), where=span > 0)
-    out: npt.NDArray[np.float64] = scale[0] * deltas_t[0]
-    for d in range(1, deltas_t.shape[0]):
-        out = out + scale[d] * deltas_t[d]
-    return out
-
-
-def round_scores(
-    delta: npt.NDArray[np.float64], live: npt.NDArray[np.intp], weights: npt.NDArray[np.float64]
-) -> npt.NDArray[np.float64]:
-    """A round's scores for every candidate ([C]): :func:`ranking_scores` over the ``live`` ones
-    (``delta`` is the table's [5, C]), infinity for the rest. One pass of ``ext/ranking.pyx`` when
-    it is built."""
-    if dispatch.mode(_K) != "kernel":
-        out = np.full(delta.shape[1], np.inf)
-        out[live] = ranking_scores(np.take(delta, live, axis=1), tuple(weights.tolist()))
-        return out
-    out = np.empty(delta.shape[1])
-    _K.round_scores(delta, np.ascontiguousarray(live, np.intp), weights, out)
-    return out
-
-
-def normalised_scores(deltas: npt.NDArray[np.float64], weights: tuple[float, ...]) -> npt.NDArray[np.float64]:
-    """Min-max normalise each dimension over the rows, weight and sum (lower is better)."""
-    if deltas.shape[0] == 0:
-        return np.zeros(0)
-    lo = deltas.min(axis=0)
-    span = deltas.max(axis=0) - lo
-    norm = np.divide(deltas - lo, span, out=np.zeros_like(deltas), where=span > 0)
-    out: npt.NDArray[np.float64] = norm @ np.asarray(weights, np.float64)
     return out

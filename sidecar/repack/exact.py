@@ -37,8 +37,9 @@ import numpy as np
 
 from sidecar.mirror.simulation import Simulation, task_ports
 from sidecar.repack.candidates import RECEIVER, Candidate, Outcome, Prepared, emptied_outcome
-from sidecar.repack.cost import GangState, initial_deltas, ranking_scores
+from sidecar.repack.cost import GangState, initial_deltas
 from sidecar.repack.fragmentation import fragmentation, holding_mask
+from sidecar.repack.ranking import ranking_scores
 from sidecar.repack.result import Move, PlanningContext, PlanResult
 from sidecar.snapshot.units import TOLERANCE
 

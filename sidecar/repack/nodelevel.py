@@ -15,15 +15,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sidecar import dispatch
 from sidecar.mirror import domainrules
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.domainrules import DomainRule
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.types import task_subject
-from sidecar.repack import search
 from sidecar.repack.candidates import CandidatePods
-from sidecar.repack.receivers import Receivers
+from sidecar.repack.receivers import Receivers, kernel_in_use
 from sidecar.repack.search import PLACEMENT_BUDGET, PodsInput, RulesInput, bind, place_pods_twin
 
 I64 = npt.NDArray[np.int64]
@@ -90,7 +88,7 @@ class NodeLevelPods:
             receivers.rank,
             receivers.goal,
         )
-        self._search = bind(self.inp, int(sizes.max(initial=0))) if dispatch.mode(search._K) == "kernel" else None
+        self._search = bind(self.inp, int(sizes.max(initial=0))) if kernel_in_use() else None
 
     def retire(self, nodes: list[int]) -> None:
         """A committed move touched ``nodes``: the kernel stops scanning those now of no use."""

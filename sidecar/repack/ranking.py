@@ -1,6 +1,6 @@
 """A planning round's scores, kept from round to round instead of recomputed.
 
-Each round ranks the candidates in play by :func:`sidecar.repack.cost.round_scores`: the weighted
+Each round ranks the candidates in play by :func:`round_scores`: the weighted
 sum of their marginal costs, each dimension scaled by its span (max - min) over the candidates in
 play. Between two rounds few candidates change -- the one emptied and the receivers it used leave,
 the neighbours sharing its PodGroups get new costs -- and the spans almost never move (2 of 606
@@ -16,13 +16,57 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar import dispatch
-from sidecar.repack.cost import round_scores
 
 F64 = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
 Indices = npt.NDArray[np.intp]
 
+#: the one place ``ext/ranking.pyx`` is loaded: the round's scores, the pick and the live set
 _K = dispatch.load("sidecar.repack._ranking")
+
+
+def ranking_scores(deltas_t: npt.NDArray[np.float64], weights: tuple[float, ...]) -> npt.NDArray[np.float64]:
+    """normalised_scores minus a constant, for dimension-major input ``[5, C]``:
+    sum_d w_d x_d / span_d ranks candidates exactly as the min-max normalised sum does
+    (subtracting each dimension's minimum shifts every candidate by the same amount). Summed in
+    dimension order, term by term, so the kernel behind :func:`round_scores` agrees bit for bit."""
+    if deltas_t.shape[1] == 0:
+        return np.zeros(0)
+    span = deltas_t.max(axis=1) - deltas_t.min(axis=1)
+    scale = np.divide(np.asarray(weights, np.float64), span, out=np.zeros(len(weights)), where=span > 0)
+    out: npt.NDArray[np.float64] = scale[0] * deltas_t[0]
+    for d in range(1, deltas_t.shape[0]):
+        out = out + scale[d] * deltas_t[d]
+    return out
+
+
+def round_scores(
+    delta: npt.NDArray[np.float64], live: npt.NDArray[np.intp], weights: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """A round's scores for every candidate ([C]): :func:`ranking_scores` over the ``live`` ones
+    (``delta`` is the table's [5, C]), infinity for the rest. One pass of ``ext/ranking.pyx`` when
+    it is built."""
+    if dispatch.mode(_K) != "kernel":
+        out = np.full(delta.shape[1], np.inf)
+        out[live] = ranking_scores(np.take(delta, live, axis=1), tuple(weights.tolist()))
+        return out
+    out = np.empty(delta.shape[1])
+    _K.round_scores(delta, np.ascontiguousarray(live, np.intp), weights, out)
+    return out
+
+
+def pick(scores: F64, tie_rank: npt.NDArray[np.int64], tie: float) -> int:
+    """The candidate with the lowest score ([C], infinity: out of the round); ties within ``tie``
+    go to the lowest ``tie_rank``; -1 when none is left. One kernel pass when built."""
+    if dispatch.mode(_K) == "kernel":
+        return int(_K.pick(scores, tie_rank, tie))
+    low = scores.min() if scores.size else np.inf
+    if not np.isfinite(low):
+        return -1
+    tied = np.flatnonzero(scores <= low + tie)
+    if tied.size == 1:
+        return int(tied[0])
+    return int(tied[np.argmin(tie_rank[tied])])
 
 
 class _Extremes:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +46,12 @@ _K = dispatch.load("sidecar.repack._receivers")
 
 def available() -> bool:
     return _K is not None
+
+
+def kernel() -> Any | None:
+    """The compiled ``_receivers`` module while it is in use, else None: the one place it is loaded
+    (``search`` binds its NodeSearch through here)."""
+    return _K if dispatch.mode(_K) == "kernel" else None
 
 
 # -- the key, three ways ---------------------------------------------------------------------------
@@ -120,7 +127,7 @@ def best_receiver_vectorised(inp: ReceiverInput) -> int:
 def kernel_in_use() -> bool:
     """The planner takes its one-pass fast path only with the compiled kernel; otherwise it walks
     :func:`order` over the mirror's Filter (the loop twin is a specification, far too slow)."""
-    return dispatch.mode(_K) == "kernel"
+    return kernel() is not None
 
 
 def best_receiver(inp: ReceiverInput) -> int:

@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sidecar import dispatch
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.types import Subject
+from sidecar.repack import receivers
 from sidecar.repack.receivers import Receivers, key
 from sidecar.snapshot.units import TOLERANCE
 
@@ -46,8 +46,6 @@ Nodes = npt.NDArray[np.intp]
 
 #: receiver choices tried per candidate before it is given up (backtracking bound)
 PLACEMENT_BUDGET = 256
-
-_K = dispatch.load("sidecar.repack._receivers")
 
 
 class Search:
@@ -219,7 +217,7 @@ def place_pods_twin(inp: PodsInput, stuck: set[int] | None = None) -> list[int] 
 
 def place_pods(inp: PodsInput, stuck: set[int] | None = None) -> list[int] | None:
     """:func:`place_pods_twin`'s answer, from the kernel when it is built."""
-    if dispatch.mode(_K) != "kernel":
+    if not receivers.kernel_in_use():
         return place_pods_twin(inp, stuck)
     rules = dataclasses.replace(inp.rules, counts=inp.rules.counts.copy()) if inp.rules else None
     kernel = bind(inp, inp.req.shape[0])
@@ -236,7 +234,9 @@ def bind(inp: PodsInput, max_pods: int) -> Any:
     passing = inp.static_ok.astype(bool)
     static_bounds = np.zeros(passing.shape[0] + 1, np.intp)
     np.cumsum(passing.sum(axis=1), out=static_bounds[1:])
-    return _K.NodeSearch(
+    k = receivers.kernel()
+    assert k is not None, "bind needs the compiled _receivers kernel"
+    return k.NodeSearch(
         inp.req,
         inp.fit,
         inp.static_row,
