@@ -7,6 +7,18 @@ import numpy as np
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
 
+cdef inline bint _worse(uint8_t s, double c, double left, int64_t r,
+                        uint8_t bs, double bc, double bleft, int64_t br) noexcept nogil:
+    """Is key (s, c, left, r) after key (bs, bc, bleft, br) in receiver order?"""
+    if s != bs:
+        return s < bs
+    if c != bc:
+        return c < bc
+    if left != bleft:
+        return left > bleft
+    return r > br
+
+
 def best_receiver(const double[::1] req, const Py_ssize_t[::1] dims, const double[:, ::1] free,
                   const int64_t[::1] pod_count, const double[::1] pod_cap, const uint8_t[::1] static_ok,
                   const uint8_t[::1] allowed, const uint8_t[::1] stays, const double[::1] cost,
@@ -29,31 +41,11 @@ def best_receiver(const double[::1] req, const Py_ssize_t[::1] dims, const doubl
                 continue
             left = free[n, goal] - req[goal]
             c = 0.0 if stays[n] else cost[n]
-            if best < 0:
-                better = True
-            elif stays[n] != best_stays:
-                better = stays[n] > best_stays
-            elif c != best_cost:
-                better = c > best_cost
-            elif left != best_left:
-                better = left < best_left
-            else:
-                better = rank[n] < rank[best]
+            # the receiver order, written once: _worse
+            better = best < 0 or _worse(best_stays, best_cost, best_left, rank[best], stays[n], c, left, rank[n])
             if better:
                 best, best_stays, best_cost, best_left = n, stays[n], c, left
     return best
-
-
-cdef inline bint _worse(uint8_t s, double c, double left, int64_t r,
-                        uint8_t bs, double bc, double bleft, int64_t br) noexcept nogil:
-    """Is key (s, c, left, r) after key (bs, bc, bleft, br) in receiver order?"""
-    if s != bs:
-        return s < bs
-    if c != bc:
-        return c < bc
-    if left != bleft:
-        return left > bleft
-    return r > br
 
 
 cdef class NodeSearch:
@@ -141,22 +133,22 @@ cdef class NodeSearch:
                 self.live_pos[s, n] = -1
                 self.live_count[s] = last
 
-    def place(self, Py_ssize_t a, Py_ssize_t b, Py_ssize_t budget, spread=None):
-        """The receivers of pods a..b-1 (a list), or None. ``spread`` (a search.RulesInput for
+    def place(self, Py_ssize_t a, Py_ssize_t b, Py_ssize_t budget, rules=None):
+        """The receivers of pods a..b-1 (a list), or None. ``rules`` (a search.RulesInput for
         these pods, its ``counts`` used as scratch and restored) adds their domain rules."""
         if b - a > self.targets.shape[0]:
             raise ValueError("more pods than the scratch rows")
         self.n_rules = 0
-        if spread is not None and spread.self_match.shape[0] > 0:
-            self.counts, self.count_off = spread.counts, spread.count_off
-            self.codes, self.domains, self.domain_off = spread.codes, spread.domains, spread.domain_off
-            self.code_row, self.eligible_row = spread.code_row, spread.eligible_row
-            self.eligible, self.self_match, self.max_skew = spread.eligible, spread.self_match, spread.max_skew
-            self.zero_min, self.missing_ok, self.member = spread.zero_min, spread.missing_ok, spread.member
-            self.pod_rules, self.pod_rule_off = spread.pod_rules, spread.pod_rule_off
-            self.n_rules = spread.self_match.shape[0]
+        if rules is not None and rules.self_match.shape[0] > 0:
+            self.counts, self.count_off = rules.counts, rules.count_off
+            self.codes, self.domains, self.domain_off = rules.codes, rules.domains, rules.domain_off
+            self.code_row, self.eligible_row = rules.code_row, rules.eligible_row
+            self.eligible, self.self_match, self.max_skew = rules.eligible, rules.self_match, rules.max_skew
+            self.zero_min, self.missing_ok, self.member = rules.zero_min, rules.missing_ok, rules.member
+            self.pod_rules, self.pod_rule_off = rules.pod_rules, rules.pod_rule_off
+            self.n_rules = rules.self_match.shape[0]
             if self.member.shape[0] != b - a or self.pod_rule_off.shape[0] != b - a + 1:
-                raise ValueError("spread rules for a different number of pods")
+                raise ValueError("domain rules for a different number of pods")
             self.mins = np.empty(self.n_rules, np.int64)
         self.stuck_at[: b - a] = 0
         if self._search(a, b, budget):
@@ -182,7 +174,7 @@ cdef class NodeSearch:
                         low = c
             self.mins[r] = low
 
-    cdef bint _spread_ok(self, Py_ssize_t k, Py_ssize_t n) noexcept nogil:
+    cdef bint _rules_ok(self, Py_ssize_t k, Py_ssize_t n) noexcept nogil:
         cdef Py_ssize_t j, r
         cdef int32_t code
         for j in range(self.pod_rule_off[k], self.pod_rule_off[k + 1]):
@@ -244,7 +236,7 @@ cdef class NodeSearch:
                         break
                 if not fits:
                     continue
-                if self.n_rules and not self._spread_ok(k, n):
+                if self.n_rules and not self._rules_ok(k, n):
                     continue
                 st = self.stays[n]
                 c = 0.0 if st else self.cost[n]
