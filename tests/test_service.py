@@ -47,10 +47,10 @@ def test_bad_input_is_input_error_naming_the_field() -> None:
     service = RepackService()
     with pytest.raises(InputError, match=r"^source: set either snapshot or session_id$"):
         service.evaluate(service_pb2.EvaluateRequest(), NO_DEADLINE)
-    bad = snapshot([node("n-1")], [task("a", "n-9")])
+    bad = snapshot([node("n-1")], [task("a", "n-1", status=99)])
     with pytest.raises(InputError) as err:
         service.evaluate(service_pb2.EvaluateRequest(snapshot=bad), NO_DEADLINE)
-    assert err.value.field == "tasks[0].node"
+    assert err.value.field == "tasks[0].status"
 
 
 def test_plan_inline_matches_plan_by_session() -> None:
@@ -70,7 +70,7 @@ def test_plan_rejects_a_bad_spec_before_decoding_the_snapshot() -> None:
     service = RepackService(observer=recorder)
     spec = load_repack_spec(GUIDE_RUN)
     spec.goals.add(resource=GPU)
-    bad_snapshot = snapshot([node("n-1")], [task("a", "n-9")])  # would fail as tasks[0].node
+    bad_snapshot = snapshot([node("n-1")], [task("a", "n-1", status=99)])  # would fail as tasks[0].status
     with pytest.raises(InputError) as err:
         service.plan(service_pb2.PlanRequest(snapshot=bad_snapshot, spec=spec), NO_DEADLINE)
     assert err.value.field == "spec.goals"

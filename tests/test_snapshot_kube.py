@@ -38,11 +38,12 @@ def _from_objects(objs: list[dict[str, Any]]) -> pb.Snapshot:
 def _tasks(state: ClusterState) -> dict[str, tuple[Any, ...]]:
     pg = [f"{g.namespace}/{g.name}" for g in state.pod_groups]
     out = {}
-    for t, uid in enumerate(state.task_uid):
+    for t, name in enumerate(state.task_name):
         prof = pb.TaskProfile()
         prof.CopyFrom(state.profiles[state.task_profile[t]])
         prof.scheduler_name = prof.scheduler_name or "default-scheduler"
-        out[uid] = (
+        # keyed by namespace/name: the API server's uids are UUIDs (a snapshot's "t-train-0" is mapped)
+        out[f"{state.namespaces[state.task_namespace[t]]}/{name}"] = (
             state.task_name[t],
             state.namespaces[state.task_namespace[t]],
             state.node_names[state.task_node[t]] if state.task_node[t] >= 0 else "",

@@ -29,6 +29,7 @@ from kubernetes import client, config
 from sidecar.cli.localgate import serve_local_gate
 from sidecar.cli.output import table
 from sidecar.client import RepackClient
+from sidecar.kubeobj import Obj
 from sidecar.sandbox.apiserver import ApiServer
 from sidecar.sandbox.controlplane import ControlPlaneConfig
 from sidecar.sandbox.objects import objects_from_snapshot
@@ -41,7 +42,6 @@ from sidecar.watcher.runner import reconcilers
 from sidecar.watcher.status import GROUP, PLURAL, TERMINAL, VERSION
 from sidecar.wording import change, number, percent
 
-Obj = dict[str, Any]
 NPU = "huawei.com/ascend-1980"
 NS = "repack-demo"
 WORKER_NPUS = 2

@@ -17,16 +17,15 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.kubeobj import Obj
 from sidecar.snapshot import taskstatus as ts
 from sidecar.snapshot.forms import to_rows
 from sidecar.snapshot.units import CPU, MEMORY, PODS
 
-Obj = dict[str, Any]
 _TIME = "2026-01-01T00:00:00Z"
 
 

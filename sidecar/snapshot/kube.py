@@ -17,11 +17,11 @@ from typing import Any
 from google.protobuf import json_format
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.kubeobj import Obj
 from sidecar.snapshot import taskstatus as ts
 from sidecar.snapshot.state import DEFAULT_MEMORY, DEFAULT_MILLI_CPU
 from sidecar.snapshot.units import CPU, MEMORY, PODS, SCALAR_FACTOR
 
-Obj = dict[str, Any]
 GROUP_NAME = "scheduling.k8s.io/group-name"
 TASK_SPEC = "volcano.sh/task-spec"
 TASK_PRIORITY = "volcano.sh/task-priority"

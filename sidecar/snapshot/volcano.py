@@ -25,6 +25,7 @@ import orjson
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
+from sidecar.kubeobj import Obj
 from sidecar.snapshot import kube
 from sidecar.snapshot import taskstatus as ts
 from sidecar.snapshot.units import CPU, MEMORY, PODS
@@ -32,7 +33,6 @@ from sidecar.snapshot.validation import validate_profile
 
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
-Obj = dict[str, Any]
 
 
 class _Meta(msgspec.Struct):

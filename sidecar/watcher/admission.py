@@ -16,12 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
+from sidecar.kubeobj import Obj
 from sidecar.watcher.journal import EVICTED, relocations_of
 from sidecar.watcher.status import TERMINAL, mode_of, parse_time, phase_of, rfc3339
 
-Obj = dict[str, Any]
 ANOTHER_RUN_ACTIVE, COOLDOWN_ACTIVE = "AnotherRunActive", "ExecuteCooldownActive"
 
 

@@ -31,7 +31,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes import client
 from kubernetes.client import ApiException
 
-Obj = dict[str, Any]
+from sidecar.kubeobj import Obj
+
 log = structlog.get_logger("sidecar.watcher")
 CA_LIFETIME, CERT_LIFETIME, RENEW_BEFORE = timedelta(days=3650), timedelta(days=365), timedelta(days=30)
 LABELS = {"app.kubernetes.io/name": "repack-watcher", "app.kubernetes.io/part-of": "volcano-repack"}

@@ -16,11 +16,11 @@ from typing import Any
 from kubernetes import client
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.kubeobj import Obj
 from sidecar.snapshot.kube import snapshot_from_objects
 from sidecar.watcher import informer as kinds
 from sidecar.watcher.informer import Backoff, Informer, Kind
 
-Obj = dict[str, Any]
 #: run name -> the cluster as a Snapshot (the informer cache's, or a fresh read)
 SnapshotSource = Callable[[str], pb.Snapshot]
 PODGROUPS = ("scheduling.volcano.sh", "v1beta1", "podgroups")

@@ -27,6 +27,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client import ApiException
 
+from sidecar.kubeobj import Obj
 from sidecar.watcher import observer as observe
 from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.dryrun import GROUP, PLURAL, TERMINAL, VERSION, DryRunReconciler, Planner, phase_of
@@ -35,7 +36,6 @@ from sidecar.watcher.journal import relocations_of
 from sidecar.watcher.requeue import Reconciled, soonest
 from sidecar.watcher.workqueue import WorkQueue
 
-Obj = dict[str, Any]
 log = structlog.get_logger("sidecar.watcher")
 
 

@@ -9,13 +9,13 @@ and reapplies only this step's fields. A planner that does not answer is waited 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 import structlog
 from google.protobuf import json_format
 from kubernetes import client
 
 from sidecar.api.v1alpha1 import spec_pb2
+from sidecar.kubeobj import Obj
 from sidecar.snapshot.io import parse_dict
 from sidecar.watcher.cluster import SnapshotSource, read_cluster
 from sidecar.watcher.planner import PLANNER_ERRORS, InProcessPlanner, Planner, from_rpc, planner_error
@@ -39,8 +39,6 @@ from sidecar.watcher.status import (
     status_of,
     utcnow,
 )
-
-Obj = dict[str, Any]
 
 __all__ = [
     "COMPONENT",

@@ -25,6 +25,7 @@ from typing import Any, cast
 from kubernetes import client
 from kubernetes.client import ApiException
 
+from sidecar.kubeobj import Obj
 from sidecar.watcher.journal import (
     BLOCKED,
     EVICTED,
@@ -38,7 +39,6 @@ from sidecar.watcher.journal import (
 )
 from sidecar.watcher.status import Hook, parse_time, rfc3339
 
-Obj = dict[str, Any]
 REFUSED = (403, 429)
 ERRORS = (500, 502, 503, 504)
 FIRST_BACKOFF, MAX_BACKOFF = 1.0, 30.0

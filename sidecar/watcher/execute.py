@@ -34,6 +34,7 @@ from kubernetes import client
 
 from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.errors import InputError
+from sidecar.kubeobj import Obj
 from sidecar.snapshot.io import parse_dict
 from sidecar.watcher.admission import ANOTHER_RUN_ACTIVE, COOLDOWN_ACTIVE, hold
 from sidecar.watcher.cluster import SnapshotSource, read_cluster
@@ -62,7 +63,6 @@ from sidecar.watcher.status import (
     utcnow,
 )
 
-Obj = dict[str, Any]
 RunSource = Callable[[], list[Obj]]
 
 log = structlog.get_logger("sidecar.watcher")

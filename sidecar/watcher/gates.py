@@ -24,18 +24,17 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 import structlog
 from kubernetes import client
 
+from sidecar.kubeobj import Obj
 from sidecar.watcher import observer as observe
 from sidecar.watcher.informer import DELETED
 from sidecar.watcher.journal import EVICTED, PENDING, Relocation, relocations_of
 from sidecar.watcher.placement import PLACEMENT_GATE, controller_uid, gate_index, is_pending, replacement_group, ungate
 from sidecar.watcher.status import Hook, mode_of, parse_time, phase_of
 
-Obj = dict[str, Any]
 #: (namespace, PodGroup) → the UID of its controller owner ("" when unknown)
 OwnerOf = Callable[[str, str], str]
 log = structlog.get_logger("sidecar.watcher")

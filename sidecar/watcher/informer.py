@@ -34,7 +34,8 @@ import urllib3
 from kubernetes import client
 from kubernetes.client import ApiException
 
-Obj = dict[str, Any]
+from sidecar.kubeobj import Obj
+
 Key = tuple[str, str]
 #: called with (event type, object) after the store changed: ADDED, MODIFIED or DELETED
 Handler = Callable[[str, Obj], None]

@@ -15,8 +15,7 @@ from typing import Any, Self
 
 from sidecar.api.v1alpha1 import plan_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-
-Obj = dict[str, Any]
+from sidecar.kubeobj import Obj
 
 # eviction phases
 PENDING, EVICTED, BLOCKED, FAILED = "Pending", "Evicted", "Blocked", "Failed"

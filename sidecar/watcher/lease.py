@@ -32,7 +32,8 @@ import urllib3
 from kubernetes import client
 from kubernetes.client import ApiException
 
-Obj = dict[str, Any]
+from sidecar.kubeobj import Obj
+
 #: the API errors a round survives (it fails, and the next one retries)
 TRANSIENT = (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError)
 

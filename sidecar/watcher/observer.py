@@ -7,14 +7,12 @@ observer in place when ``watch --metrics-port`` asks for it; the default does no
 
 from __future__ import annotations
 
-from typing import Any
-
 import structlog
 
+from sidecar.kubeobj import Obj
 from sidecar.watcher.journal import BLOCKED, EVICTED, FAILED, Relocation
 from sidecar.watcher.status import TERMINAL, mode_of, phase_of
 
-Obj = dict[str, Any]
 log = structlog.get_logger("sidecar.watcher")
 #: reconciler classes → their label in metrics
 KINDS = {"DryRunReconciler": "dryrun", "ExecuteReconciler": "execute", "TTLReconciler": "ttl"}

@@ -17,13 +17,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from kubernetes import client
 from kubernetes.client import ApiException
 
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.kubeobj import Obj
 from sidecar.snapshot import taskstatus as ts
 from sidecar.snapshot.kube import GROUP_NAME
 from sidecar.watcher import observer as observe
@@ -31,7 +31,6 @@ from sidecar.watcher.journal import BOUND, BOUND_ELSEWHERE, Relocation
 from sidecar.watcher.planner import PLANNER_ERRORS, Planner, planner_error
 from sidecar.watcher.status import Hook
 
-Obj = dict[str, Any]
 #: the scheduling gate this project's admission puts on rebuilt pods ("placement lease and SchedulerGate")
 PLACEMENT_GATE = "repack.volcano.sh/placement"
 #: task states that do not hold resources on a node: not placed, only nominated, or finished

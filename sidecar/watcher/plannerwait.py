@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
+from sidecar.kubeobj import Obj
 from sidecar.watcher.status import condition, parse_time, set_condition
 
-Obj = dict[str, Any]
 UNAVAILABLE = "PlannerUnavailable"
 
 

@@ -19,6 +19,7 @@ from kubernetes import client
 
 from sidecar.api.v1alpha1 import service_pb2, spec_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.kubeobj import Obj
 from sidecar.watcher import observer as observe
 from sidecar.watcher.cluster import SnapshotSource
 from sidecar.watcher.eviction import Evictor, due, read_pod, retry_at
@@ -41,7 +42,6 @@ from sidecar.watcher.planner import PLANNER_ERRORS, Planner, planner_error
 from sidecar.watcher.result import freed_now, outcome, result
 from sidecar.watcher.status import Clock, Hook, StatusWriter, parse_time, phase_of, rfc3339, set_condition, status_of
 
-Obj = dict[str, Any]
 Change = tuple[Relocation, Relocation]
 
 

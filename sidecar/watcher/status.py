@@ -18,7 +18,8 @@ import structlog
 from kubernetes import client
 from kubernetes.client import ApiException
 
-Obj = dict[str, Any]
+from sidecar.kubeobj import Obj
+
 #: the run as re-read -> its new status, or None when the step no longer applies
 Step = Callable[[Obj], Obj | None]
 Clock = Callable[[], datetime]

@@ -13,9 +13,9 @@ import threading
 import structlog
 
 from sidecar.api.v1alpha1 import service_pb2
+from sidecar.kubeobj import Obj
 from sidecar.snapshot.kube import snapshot_from_objects
 from sidecar.watcher.cluster import ClusterCache
-from sidecar.watcher.informer import Obj
 from sidecar.watcher.planner import Planner
 
 log = structlog.get_logger("sidecar.watcher")

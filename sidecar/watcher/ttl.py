@@ -17,10 +17,10 @@ import structlog
 from kubernetes import client
 from kubernetes.client import ApiException
 
+from sidecar.kubeobj import Obj
 from sidecar.watcher.dryrun import GROUP, PLURAL, TERMINAL, VERSION
 from sidecar.watcher.requeue import Reconciled, after
 
-Obj = dict[str, Any]
 DELETED = "Deleted"
 #: conditions whose True transition marks the end of a run
 _FINAL_CONDITIONS = ("Complete", "Failed")

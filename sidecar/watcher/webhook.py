@@ -22,7 +22,8 @@ from typing import Any
 
 import structlog
 
-Obj = dict[str, Any]
+from sidecar.kubeobj import Obj
+
 Review = Callable[[Obj], Obj]
 PATH = "/mutate-pods"
 MAX_BODY = 8 << 20

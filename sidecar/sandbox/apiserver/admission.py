@@ -25,10 +25,11 @@ from typing import Any
 
 import structlog
 
+from sidecar.kubeobj import Obj
 from sidecar.sandbox.apiserver import patch as patches
 from sidecar.sandbox.apiserver.apierrors import ApiError
 from sidecar.sandbox.apiserver.registry import ResourceType
-from sidecar.sandbox.apiserver.store import Obj, Store
+from sidecar.sandbox.apiserver.store import Store
 from sidecar.sandbox.policy import selector_matches
 
 CONFIG_KEY = "admissionregistration.k8s.io/mutatingwebhookconfigurations"

@@ -18,8 +18,9 @@ import time
 from collections import Counter
 from datetime import datetime, timezone
 
+from sidecar.kubeobj import Obj
 from sidecar.sandbox.apiserver.rest import PDB_KEY, POD_KEY
-from sidecar.sandbox.apiserver.store import Event, Obj, Store
+from sidecar.sandbox.apiserver.store import Event, Store
 from sidecar.sandbox.policy import DELETION_TIMEOUT, pdb_status
 
 

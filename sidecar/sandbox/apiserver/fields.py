@@ -18,10 +18,10 @@ from typing import Any
 
 from kubernetes.client import models
 
+from sidecar.kubeobj import Obj
 from sidecar.sandbox.apiserver.apierrors import ApiError
 from sidecar.sandbox.apiserver.registry import ResourceType
 
-Obj = dict[str, Any]
 MODES = ("Strict", "Warn", "Ignore")
 # the client's type notation: List[X] and Dict[str, X] (older releases: list[X], dict(str, X))
 _LIST = re.compile(r"^[Ll]ist\[(.+)\]$")

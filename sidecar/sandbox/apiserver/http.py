@@ -14,13 +14,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from sidecar.kubeobj import Obj
 from sidecar.sandbox.apiserver import discovery, fields
 from sidecar.sandbox.apiserver.apierrors import ApiError
 from sidecar.sandbox.apiserver.faults import Audit, AuditRecord, Faults
 from sidecar.sandbox.apiserver.registry import ResourceType
 from sidecar.sandbox.apiserver.rest import Api
 from sidecar.sandbox.apiserver.selectors import field_selector, label_selector
-from sidecar.sandbox.apiserver.store import CLOSED, Obj
+from sidecar.sandbox.apiserver.store import CLOSED
 from sidecar.sandbox.apiserver.tables import table
 
 

@@ -13,9 +13,9 @@ import threading
 import time
 from typing import Any
 
+from sidecar.kubeobj import Obj
 from sidecar.sandbox.apiserver.apierrors import ApiError
 from sidecar.sandbox.apiserver.rest import CRD_KEY, Api
-from sidecar.sandbox.apiserver.store import Obj
 
 NAMESPACE_KEY = "/namespaces"
 

@@ -14,12 +14,13 @@ from typing import Any
 
 import yaml
 
+from sidecar.kubeobj import Obj
 from sidecar.sandbox.apiserver import admission, fields, podrules
 from sidecar.sandbox.apiserver import patch as patches
 from sidecar.sandbox.apiserver.apierrors import ApiError, conflict, gone, invalid, not_found, success
 from sidecar.sandbox.apiserver.registry import Registry, ResourceType
 from sidecar.sandbox.apiserver.selectors import Predicate
-from sidecar.sandbox.apiserver.store import Obj, Store, now_iso
+from sidecar.sandbox.apiserver.store import Store, now_iso
 from sidecar.sandbox.policy import Eviction, decide_eviction, record_eviction
 
 #: an HTTP request's field validation: its mode and the list its warnings go to (None: in process)

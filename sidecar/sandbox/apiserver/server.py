@@ -15,6 +15,7 @@ import yaml
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
+from sidecar.kubeobj import Obj
 from sidecar.sandbox.apiserver.apierrors import ApiError
 from sidecar.sandbox.apiserver.disruption import DisruptionController
 from sidecar.sandbox.apiserver.faults import Audit, Faults, load_faults
@@ -23,7 +24,7 @@ from sidecar.sandbox.apiserver.kubeconfig import write_kubeconfig
 from sidecar.sandbox.apiserver.lifecycle import Lifecycle
 from sidecar.sandbox.apiserver.registry import Registry
 from sidecar.sandbox.apiserver.rest import Api
-from sidecar.sandbox.apiserver.store import Obj, Store
+from sidecar.sandbox.apiserver.store import Store
 from sidecar.sandbox.controlplane import ControlPlane, ControlPlaneConfig
 from sidecar.sandbox.objects import objects_from_snapshot
 from sidecar.snapshot.io import load_snapshot, read_data

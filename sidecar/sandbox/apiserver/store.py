@@ -14,11 +14,10 @@ import uuid
 from collections import defaultdict, deque
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
 
+from sidecar.kubeobj import Obj
 from sidecar.sandbox.apiserver.apierrors import already_exists, conflict, gone, not_found
 
-Obj = dict[str, Any]
 Event = tuple[str, Obj, int]  # (ADDED | MODIFIED | DELETED, object, resourceVersion)
 CLOSED: Event = ("CLOSED", {}, 0)
 

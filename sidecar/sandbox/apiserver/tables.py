@@ -10,9 +10,9 @@ import time
 from calendar import timegm
 from typing import Any
 
+from sidecar.kubeobj import Obj
 from sidecar.sandbox.apiserver.registry import ResourceType
 from sidecar.sandbox.apiserver.selectors import field_value
-from sidecar.sandbox.apiserver.store import Obj
 
 Column = tuple[str, str, int]  # name, type, priority
 

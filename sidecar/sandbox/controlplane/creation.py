@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import copy
 
+from sidecar.kubeobj import Obj
 from sidecar.sandbox.apiserver.apierrors import ApiError
 from sidecar.sandbox.apiserver.registry import ResourceType
 from sidecar.sandbox.apiserver.rest import POD_KEY, Api
-from sidecar.sandbox.apiserver.store import Obj
 from sidecar.sandbox.controlplane.loop import Loop
 from sidecar.sandbox.controlplane.scheduler import PODGROUP_KEY
 from sidecar.snapshot.kube import GROUP_NAME

@@ -9,9 +9,10 @@ import contextlib
 import secrets
 import time
 
+from sidecar.kubeobj import Obj
 from sidecar.sandbox.apiserver.apierrors import ApiError
 from sidecar.sandbox.apiserver.rest import Api
-from sidecar.sandbox.apiserver.store import Obj, now_iso
+from sidecar.sandbox.apiserver.store import now_iso
 
 
 def record(api: Api, obj: Obj, kind_type: str, reason: str, message: str, component: str, host: str = "") -> None:

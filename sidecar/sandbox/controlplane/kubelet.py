@@ -12,10 +12,11 @@ from __future__ import annotations
 import copy
 import time
 
+from sidecar.kubeobj import Obj
 from sidecar.mirror import KUBERNETES_RELEASE
 from sidecar.sandbox.apiserver.apierrors import ApiError
 from sidecar.sandbox.apiserver.rest import POD_KEY, Api
-from sidecar.sandbox.apiserver.store import Obj, now_iso
+from sidecar.sandbox.apiserver.store import now_iso
 from sidecar.sandbox.controlplane import events
 from sidecar.sandbox.controlplane.loop import Loop
 

@@ -17,11 +17,11 @@ from collections import defaultdict
 
 import numpy as np
 
+from sidecar.kubeobj import Obj
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.sandbox.apiserver.apierrors import ApiError
 from sidecar.sandbox.apiserver.rest import PDB_KEY, POD_KEY, Api
-from sidecar.sandbox.apiserver.store import Obj
 from sidecar.sandbox.controlplane import events
 from sidecar.sandbox.controlplane.loop import Loop
 from sidecar.snapshot import taskstatus as ts
