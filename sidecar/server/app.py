@@ -83,7 +83,9 @@ async def _sweep_sessions(service: RepackService, every: float) -> None:
             log.warning("session sweep failed", error=f"{type(exc).__name__}: {exc}")
 
 
-async def start(config: ServerConfig) -> RunningServer:
+async def start(config: ServerConfig, probes: metrics.Probes | None = None) -> RunningServer:
+    """The gRPC server (and the extender intake) started; ``probes`` answer ready from the moment
+    the "serving" line is logged, not after it."""
     pool = DaemonPool(config.workers, "repack")
     server = grpc.aio.server(
         interceptors=[AccessLogInterceptor(limit=config.max_concurrent_rpcs)],
@@ -112,6 +114,8 @@ async def start(config: ServerConfig) -> RunningServer:
     metrics.KERNELS.set(1 if kernels_built() else 0)
     metrics.MEMORY_BUDGET.set_function(lambda: service.memory_budget()[1])
     metrics.MEMORY_ADMITTED.set_function(lambda: service.memory_budget()[0])
+    if probes is not None:
+        probes.attach(asyncio.get_running_loop(), health_servicer)
     log.info("serving", address=f"{config.host}:{port}", kernels="cython" if kernels_built() else "python")
     running = RunningServer(server, health_servicer, port, config, service, pool=pool)
     if config.extender_port >= 0:
@@ -141,12 +145,11 @@ async def serve(config: ServerConfig) -> bool:
         port = metrics.start_metrics_server(config.metrics_port, config.metrics_host, probes)
         log.info("metrics", address=f"{config.metrics_host}:{port.port}")
     try:
-        running = await start(config)
+        running = await start(config, probes)
     except BaseException:
         if port is not None:
             port.close()
         raise
-    probes.attach(asyncio.get_running_loop(), running.health)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
