@@ -114,8 +114,8 @@ def _dry_run_then_ttl(tmp_path: Path) -> list[Any]:
     from sidecar.watcher.args import LeaseFlags, WatchOptions
     from sidecar.watcher.cluster import ClusterCache
     from sidecar.watcher.controller import Controller, dry_run
-    from sidecar.watcher.dryrun import InProcessPlanner
     from sidecar.watcher.gates import configuration
+    from sidecar.watcher.planner import InProcessPlanner
     from sidecar.watcher.runner import placement_gate, serve_webhook
     from sidecar.watcher.ttl import TTLReconciler
 
@@ -157,10 +157,10 @@ def _execute_with_leader_election(tmp_path: Path) -> list[Any]:
     from sidecar.watcher.args import ExecuteFlags, LeaseFlags, WatchOptions
     from sidecar.watcher.cluster import ClusterCache
     from sidecar.watcher.controller import Controller
-    from sidecar.watcher.dryrun import InProcessPlanner
     from sidecar.watcher.gates import configuration
     from sidecar.watcher.informer import Backoff
     from sidecar.watcher.lease import LeaderElector, LeaseConfig
+    from sidecar.watcher.planner import InProcessPlanner
     from sidecar.watcher.runner import placement_gate, reconcilers, serve_webhook
     from sidecar.watcher.status import utcnow
     from tests.execute_fixtures import execute_run, guide_objects

@@ -26,10 +26,11 @@ from sidecar.cli import main
 from sidecar.sandbox.apiserver import ApiServer
 from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.controller import Controller, PodIndex, Reconciler, dry_run, is_execute, unfinished
-from sidecar.watcher.dryrun import GROUP, PLURAL, VERSION, InProcessPlanner, phase_of
 from sidecar.watcher.informer import Backoff
 from sidecar.watcher.lease import LeaderElector, LeaseConfig, micro_time
+from sidecar.watcher.planner import InProcessPlanner
 from sidecar.watcher.requeue import Reconciled
+from sidecar.watcher.status import GROUP, PLURAL, VERSION, phase_of
 from sidecar.watcher.workqueue import WorkQueue
 from tests.guide_fixtures import GUIDE, api, k8s, kubeconfig
 from tests.sandbox_fixtures import pod, serving, wait_for

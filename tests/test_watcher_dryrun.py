@@ -18,7 +18,9 @@ from sidecar.client import RepackClient
 from sidecar.sandbox.apiserver import ApiServer
 from sidecar.snapshot.io import load_snapshot
 from sidecar.watcher.controller import Controller, dry_run
-from sidecar.watcher.dryrun import GROUP, PLURAL, VERSION, DryRunReconciler, InProcessPlanner, Planner
+from sidecar.watcher.dryrun import DryRunReconciler
+from sidecar.watcher.planner import InProcessPlanner, Planner
+from sidecar.watcher.status import GROUP, PLURAL, VERSION
 from tests.guide_fixtures import GUIDE, api, k8s, kubeconfig, planner
 from tests.sandbox_fixtures import wait_for
 

@@ -204,7 +204,7 @@ def _guide_execute(
     from sidecar.watcher.args import ExecuteFlags, WatchOptions
     from sidecar.watcher.cluster import ClusterCache
     from sidecar.watcher.controller import Controller
-    from sidecar.watcher.dryrun import InProcessPlanner
+    from sidecar.watcher.planner import InProcessPlanner
     from sidecar.watcher.runner import reconcilers
     from tests.sandbox_fixtures import wait_for
 

@@ -24,10 +24,11 @@ from sidecar.service import Deadline, RepackService
 from sidecar.snapshot.io import load_snapshot, parse_dict
 from sidecar.watcher import observer as observe
 from sidecar.watcher.args import watch_arguments, watch_options
-from sidecar.watcher.dryrun import GROUP, PLURAL, VERSION, DryRunReconciler
+from sidecar.watcher.dryrun import DryRunReconciler
 from sidecar.watcher.execute import ExecuteReconciler
 from sidecar.watcher.planner import InProcessPlanner
 from sidecar.watcher.source import INFORMER, SESSION, disagreement, plan_run
+from sidecar.watcher.status import GROUP, PLURAL, VERSION
 from tests.execute_fixtures import WORKER0, WORKER1, execute_run, sandbox
 from tests.extender_fixtures import open_guide_session
 from tests.guide_fixtures import GUIDE, api, k8s, kubeconfig

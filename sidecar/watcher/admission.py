@@ -17,11 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from sidecar.api.repackrun import Phase, Reason
 from sidecar.kubeobj import Obj
 from sidecar.watcher.journal import EVICTED, relocations_of
 from sidecar.watcher.status import TERMINAL, mode_of, parse_time, phase_of, rfc3339
 
-ANOTHER_RUN_ACTIVE, COOLDOWN_ACTIVE = "AnotherRunActive", "ExecuteCooldownActive"
+ANOTHER_RUN_ACTIVE, COOLDOWN_ACTIVE = Reason.ANOTHER_RUN_ACTIVE, Reason.COOLDOWN_ACTIVE
 
 
 @dataclass(frozen=True)
@@ -49,10 +50,12 @@ def evicted_any(run: Obj) -> bool:
 def hold(run: Obj, runs: list[Obj], now: datetime, cooldown: float) -> Hold | None:
     """None when ``run`` may start now, else why it waits (rules in the module docstring)."""
     others = [r for r in runs if mode_of(r) == "Execute" and _name(r) != _name(run)]
-    running = sorted(_name(r) for r in others if phase_of(r) == "Running")
+    running = sorted(_name(r) for r in others if phase_of(r) == Phase.RUNNING)
     if running:
         return Hold(ANOTHER_RUN_ACTIVE, f"RepackRun {running[0]} is executing; Execute runs one at a time")
-    ahead = sorted(_queue_key(r) for r in others if phase_of(r) in ("", "Pending") and _queue_key(r) < _queue_key(run))
+    ahead = sorted(
+        _queue_key(r) for r in others if phase_of(r) in ("", Phase.PENDING) and _queue_key(r) < _queue_key(run)
+    )
     if ahead:
         return Hold(ANOTHER_RUN_ACTIVE, f"RepackRun {ahead[0][1]} was created earlier and executes first")
     finished = [

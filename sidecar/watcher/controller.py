@@ -27,13 +27,16 @@ import urllib3
 from kubernetes import client
 from kubernetes.client import ApiException
 
+from sidecar.api.repackrun import Phase
 from sidecar.kubeobj import Obj
 from sidecar.watcher import observer as observe
 from sidecar.watcher.cluster import ClusterCache
-from sidecar.watcher.dryrun import GROUP, PLURAL, TERMINAL, VERSION, DryRunReconciler, Planner, phase_of
+from sidecar.watcher.dryrun import DryRunReconciler
 from sidecar.watcher.informer import DELETED, Backoff
 from sidecar.watcher.journal import relocations_of
+from sidecar.watcher.planner import Planner
 from sidecar.watcher.requeue import Reconciled, soonest
+from sidecar.watcher.status import GROUP, PLURAL, TERMINAL, VERSION, phase_of
 from sidecar.watcher.workqueue import WorkQueue
 
 log = structlog.get_logger("sidecar.watcher")
@@ -156,7 +159,7 @@ class Controller:
         if self._leading.is_set() and is_execute(run):
             # an Execute run started, finished or went away: the ones it held may be admitted now
             for other in self.cache.list_runs():
-                if is_execute(other) and phase_of(other) in ("", "Pending") and name_of(other) != name_of(run):
+                if is_execute(other) and phase_of(other) in ("", Phase.PENDING) and name_of(other) != name_of(run):
                     self.queue.add(name_of(other))
 
     def _on_pod(self, kind: str, pod: Obj) -> None:

@@ -14,6 +14,7 @@ import structlog
 from google.protobuf import json_format
 from kubernetes import client
 
+from sidecar.api.repackrun import Condition, Phase
 from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.kubeobj import Obj
 from sidecar.snapshot.io import parse_dict
@@ -67,8 +68,8 @@ def wants(run: Obj) -> bool:
 
 def failed(reason: str, message: str) -> Obj:
     return {
-        "phase": "Failed",
-        "conditions": [{"type": "Failed", "status": "True", "reason": reason, "message": message}],
+        "phase": Phase.FAILED,
+        "conditions": [{"type": Condition.FAILED, "status": "True", "reason": reason, "message": message}],
     }
 
 
@@ -111,9 +112,9 @@ class DryRunReconciler:
             return Reconciled()
         current: Obj | None = run
         if not phase_of(run):
-            current = self._write(run, {"phase": "Pending"}, "pending")
-        if current is not None and phase_of(current) == "Pending":
-            current = self._write(current, {"phase": "Running", "startTime": rfc3339(self._clock())}, "running")
+            current = self._write(run, {"phase": Phase.PENDING}, "pending")
+        if current is not None and phase_of(current) == Phase.PENDING:
+            current = self._write(current, {"phase": Phase.RUNNING, "startTime": rfc3339(self._clock())}, "running")
         if current is None:
             return Reconciled()
         if PlannerWait.since(current) is not None and not self._wait.due(current, self._clock()):
@@ -127,12 +128,12 @@ class DryRunReconciler:
             return Reconciled()
         status = final["status"]
         cond: Obj = next(iter(status.get("conditions") or []), {})
-        warning = status["phase"] != "Succeeded"
+        warning = status["phase"] != Phase.SUCCEEDED
         self._writer.event(final, cond.get("reason", status["phase"]), cond.get("message", ""), warning=warning)
         return Reconciled(str(status["phase"]))
 
     def _waiting_for_planner(self, run: Obj) -> Reconciled:
-        return Reconciled("Running", after(self._clock(), [self._wait.next_try(run)]))
+        return Reconciled(Phase.RUNNING, after(self._clock(), [self._wait.next_try(run)]))
 
     def _plan(self, run: Obj) -> Obj | None:
         """The status fields of the finished run: the service's RepackStatus as the CRD's JSON;

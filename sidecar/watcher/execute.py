@@ -32,6 +32,7 @@ import structlog
 from google.protobuf import json_format
 from kubernetes import client
 
+from sidecar.api.repackrun import Condition, Phase, Reason
 from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.errors import InputError
 from sidecar.kubeobj import Obj
@@ -77,8 +78,13 @@ def _no_hook(_: str) -> None:
     return None
 
 
+def _admitted(status: Obj, now: datetime) -> None:
+    """Waiting False Admitted: the run left admission (the one place that writes it)."""
+    set_condition(status, Condition.WAITING, "False", Reason.ADMITTED, f"admitted at {rfc3339(now)}", now)
+
+
 def _pending(run: Obj) -> bool:
-    return phase_of(run) in ("", "Pending")
+    return phase_of(run) in ("", Phase.PENDING)
 
 
 class ExecuteReconciler:
@@ -140,7 +146,7 @@ class ExecuteReconciler:
         if _pending(run):
             self._wake = None
             current = self._admit(run, spec, now)
-            if current is None or phase_of(current) != "Running":
+            if current is None or phase_of(current) != Phase.RUNNING:
                 return Reconciled(None if current is None else phase_of(current), after(now, [self._wake]))
         assert current is not None
         step = Pass(self._tools, current, spec)
@@ -154,18 +160,18 @@ class ExecuteReconciler:
 
     def _admit(self, run: Obj, spec: spec_pb2.RepackSpec, now: datetime) -> Obj | None:
         held = hold(run, self._runs(), now, self.options.cooldown)
-        waiting = condition(run.get("status") or {}, "Waiting") or {}
+        waiting = condition(run.get("status") or {}, Condition.WAITING) or {}
         if held is not None:
             same = (waiting.get("status"), waiting.get("reason"), waiting.get("message"))
             self._wake = held.until  # a cooldown ends by itself; another run's progress comes as an event
-            if phase_of(run) == "Pending" and same == ("True", held.reason, held.message):
+            if phase_of(run) == Phase.PENDING and same == ("True", held.reason, held.message):
                 return run  # still held the same way: nothing to write, log or announce
 
             def wait(cur: Obj) -> Obj | None:
                 if not _pending(cur):
                     return None
-                status = {**status_of(cur), "phase": "Pending"}
-                set_condition(status, "Waiting", "True", held.reason, held.message, now)
+                status = {**status_of(cur), "phase": Phase.PENDING}
+                set_condition(status, Condition.WAITING, "True", held.reason, held.message, now)
                 return status
 
             log.info("repackrun held", run=run["metadata"]["name"], reason=held.reason, message=held.message)
@@ -210,17 +216,17 @@ class ExecuteReconciler:
                 return None  # after a 409: admitted only if still admissible
             retry = True
             status = status_of(cur)
-            status.update(phase="Running", startTime=rfc3339(now), plan=plan_json)
+            status.update(phase=Phase.RUNNING, startTime=rfc3339(now), plan=plan_json)
             status["warnings"] = list(response.status.warnings)
             status["relocations"] = [r.to_json() for r in rels]
-            set_condition(status, "Waiting", "False", "Admitted", f"admitted at {rfc3339(now)}", now)
-            set_condition(status, "Progressing", "True", "Evicting", message, now)
+            _admitted(status, now)
+            set_condition(status, Condition.PROGRESSING, "True", Reason.EVICTING, message, now)
             return status
 
         written = self._writer.write(run, journal, "journal")
         log.info("repackrun admitted", run=run["metadata"]["name"], journaled=written is not None, moves=message)
         if written is not None:
-            self._writer.event(written, "Admitted", f"replanned on {planned.describe()}: {message}")
+            self._writer.event(written, Reason.ADMITTED, f"replanned on {planned.describe()}: {message}")
         return written
 
     def _wait_for_planner(self, run: Obj, message: str, now: datetime) -> Obj | None:
@@ -232,7 +238,7 @@ class ExecuteReconciler:
         def wait(cur: Obj) -> Obj | None:
             if not _pending(cur):
                 return None
-            status = {**status_of(cur), "phase": "Pending"}
+            status = {**status_of(cur), "phase": Phase.PENDING}
             mark_waiting(status, message, now)
             return status
 
@@ -244,7 +250,7 @@ class ExecuteReconciler:
 
     def _nothing_to_do(self, run: Obj, planned: Any, plan_json: Obj, now: datetime) -> Obj | None:
         """Replan found no moves: Succeeded with the planner's reason (NoFragmentation, InsufficientImprovement)."""
-        complete = next((c for c in planned.conditions if c.type == "Complete"), None)
+        complete = next((c for c in planned.conditions if c.type == Condition.COMPLETE), None)
         reason = complete.reason if complete is not None else "InsufficientImprovement"
         message = complete.message if complete is not None else "the replan has no moves"
         before = plan_json.get("summary", {}).get("fragBeforePercent", 0.0)
@@ -254,11 +260,11 @@ class ExecuteReconciler:
             if not _pending(cur):
                 return None
             status = status_of(cur)
-            status.update(phase="Succeeded", startTime=rfc3339(now), completionTime=rfc3339(now), plan=plan_json)
+            status.update(phase=Phase.SUCCEEDED, startTime=rfc3339(now), completionTime=rfc3339(now), plan=plan_json)
             status.update(relocations=[], result=result.to_json(), warnings=list(planned.warnings))
-            set_condition(status, "Waiting", "False", "Admitted", f"admitted at {rfc3339(now)}", now)
-            set_condition(status, "Progressing", "False", reason, message, now)
-            set_condition(status, "Complete", "True", reason, message, now)
+            _admitted(status, now)
+            set_condition(status, Condition.PROGRESSING, "False", reason, message, now)
+            set_condition(status, Condition.COMPLETE, "True", reason, message, now)
             return status
 
         return self._finished(run, done, reason, message)
@@ -270,14 +276,14 @@ class ExecuteReconciler:
             if not _pending(cur):
                 return None
             status = status_of(cur)
-            status.update(phase="Failed", completionTime=rfc3339(now), relocations=[])
+            status.update(phase=Phase.FAILED, completionTime=rfc3339(now), relocations=[])
             status["result"] = Result(message=f"nothing evicted: {message}").to_json()
             if admitted:
                 status["startTime"] = rfc3339(now)
-                set_condition(status, "Waiting", "False", "Admitted", f"admitted at {rfc3339(now)}", now)
-            set_condition(status, "Progressing", "False", reason, message, now)
-            set_condition(status, "Complete", "False", reason, message, now)
-            set_condition(status, "Failed", "True", reason, message, now)
+                _admitted(status, now)
+            set_condition(status, Condition.PROGRESSING, "False", reason, message, now)
+            set_condition(status, Condition.COMPLETE, "False", reason, message, now)
+            set_condition(status, Condition.FAILED, "True", reason, message, now)
             return status
 
         return self._finished(run, failed, reason, message, warning=True)

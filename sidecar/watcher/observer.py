@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import structlog
 
+from sidecar.api.repackrun import Condition
 from sidecar.kubeobj import Obj
 from sidecar.watcher.journal import BLOCKED, EVICTED, FAILED, Relocation
 from sidecar.watcher.status import TERMINAL, mode_of, phase_of
@@ -88,9 +89,9 @@ def outcome_of(run: Obj | None, phase: str) -> str:
     if run is None or phase_of(run) != phase:
         return phase
     conditions = (run.get("status") or {}).get("conditions") or []
-    for kind in ("Failed", "Complete"):
+    for kind in (Condition.FAILED, Condition.COMPLETE):
         for c in conditions:
-            if c.get("type") == kind and c.get("reason") and (kind == "Complete" or c.get("status") == "True"):
+            if c.get("type") == kind and c.get("reason") and (kind == Condition.COMPLETE or c.get("status") == "True"):
                 return str(c["reason"])
     return phase
 

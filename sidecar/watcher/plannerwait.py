@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from sidecar.api.repackrun import Condition, Reason
 from sidecar.kubeobj import Obj
 from sidecar.watcher.status import condition, parse_time, set_condition
 
-UNAVAILABLE = "PlannerUnavailable"
+UNAVAILABLE = Reason.PLANNER_UNAVAILABLE
 
 
 @dataclass
@@ -29,7 +30,7 @@ class PlannerWait:
     @staticmethod
     def since(run: Obj) -> datetime | None:
         """When the run began waiting for the planner (None: it is not waiting for it)."""
-        waiting = condition(run.get("status") or {}, "Waiting") or {}
+        waiting = condition(run.get("status") or {}, Condition.WAITING) or {}
         if waiting.get("status") != "True" or waiting.get("reason") != UNAVAILABLE:
             return None
         stamp = waiting.get("lastTransitionTime")
@@ -64,12 +65,12 @@ def mark_waiting(status: Obj, message: str, now: datetime) -> bool:
     """Set Waiting True PlannerUnavailable ``message`` on ``status``; False when it says so already.
     The condition's lastTransitionTime is when the wait began: kept while it lasts, ``now`` when it
     begins (also after another Waiting reason, e.g. a hold, whose time says nothing about it)."""
-    waiting = condition(status, "Waiting") or {}
+    waiting = condition(status, Condition.WAITING) or {}
     if (waiting.get("status"), waiting.get("reason"), waiting.get("message")) == ("True", UNAVAILABLE, message):
         return False
     if waiting and waiting.get("reason") != UNAVAILABLE:
-        status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != "Waiting"]
-    set_condition(status, "Waiting", "True", UNAVAILABLE, message, now)
+        status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != Condition.WAITING]
+    set_condition(status, Condition.WAITING, "True", UNAVAILABLE, message, now)
     return True
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from kubernetes import client
 
+from sidecar.api.repackrun import Condition, Phase, Reason
 from sidecar.api.v1alpha1 import service_pb2, spec_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.kubeobj import Obj
@@ -113,7 +114,7 @@ class Pass:
         """When the run needs a pass again without an event (None once it left Running): the
         execution deadline, and while evictions are pending their deadline and retries. Rebuilt
         pods arrive as Pod events (the controller maps them to the run through its journal)."""
-        if phase_of(self.run_obj) != "Running":
+        if phase_of(self.run_obj) != Phase.RUNNING:
             return None
         end, evict_by = self._deadlines()
         pending = [r for r in relocations_of(self.run_obj["status"]) if r.eviction.phase == PENDING]
@@ -126,7 +127,7 @@ class Pass:
         if now < end and not (self._evictions(now, evict_by) and self._placements()):
             return None
         if now < end and not all(r.done for r in relocations_of(self.run_obj["status"])):
-            return "Running"
+            return Phase.RUNNING
         return self._finish(now, end)
 
     # -- journal ---------------------------------------------------------------------------------
@@ -141,16 +142,16 @@ class Pass:
         newer: list[Obj] = []
 
         def step(cur: Obj) -> Obj | None:
-            if phase_of(cur) != "Running":
+            if phase_of(cur) != Phase.RUNNING:
                 return None
             status = status_of(cur)
             if not apply_changes(status, changes):
                 newer.append(cur)
                 return None
             rels = relocations_of(status)
-            reason = "Evicting" if any(r.eviction.phase == PENDING for r in rels) else "Placing"
+            reason = Reason.EVICTING if any(r.eviction.phase == PENDING for r in rels) else Reason.PLACING
             message = f"{sum(not r.done for r in rels)} of {len(rels)} relocations unfinished"
-            set_condition(status, "Progressing", "True", reason, message, now)
+            set_condition(status, Condition.PROGRESSING, "True", reason, message, now)
             return status
 
         written = self.t.writer.write(self.run_obj, step, label)
@@ -289,24 +290,29 @@ class Pass:
         summary = result(final, self.freed_planned, freed, frag, self.before, note)
 
         def step(cur: Obj) -> Obj | None:
-            if phase_of(cur) != "Running" or relocations_of(cur.get("status") or {}) != rels:
+            if phase_of(cur) != Phase.RUNNING or relocations_of(cur.get("status") or {}) != rels:
                 return None  # someone changed the journal since: the next pass decides again
             status = status_of(cur)
             apply_changes(status, list(zip(rels, final, strict=True)))
             status.update(phase=end_state.phase, completionTime=rfc3339(now), result=summary.to_json())
             reason, message = end_state.reason, end_state.message
-            set_condition(status, "Progressing", "False", reason, message, now)
+            set_condition(status, Condition.PROGRESSING, "False", reason, message, now)
             set_condition(
-                status, "Complete", "True" if end_state.phase == "Succeeded" else "False", reason, message, now
+                status,
+                Condition.COMPLETE,
+                "True" if end_state.phase == Phase.SUCCEEDED else "False",
+                reason,
+                message,
+                now,
             )
-            if end_state.phase == "Failed":
-                set_condition(status, "Failed", "True", reason, message, now)
+            if end_state.phase == Phase.FAILED:
+                set_condition(status, Condition.FAILED, "True", reason, message, now)
             return status
 
         written = self.t.writer.write(self.run_obj, step, "finished")
         if written is None:
             return None
-        self.t.writer.event(written, end_state.reason, end_state.message, warning=end_state.phase == "Failed")
+        self.t.writer.event(written, end_state.reason, end_state.message, warning=end_state.phase == Phase.FAILED)
         return end_state.phase
 
 

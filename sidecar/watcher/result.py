@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sidecar.api.repackrun import Phase, Reason
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.watcher.journal import (
     BLOCKED,
@@ -46,8 +47,12 @@ from sidecar.watcher.journal import (
 from sidecar.watcher.placement import holding_nodes
 from sidecar.wording import count, percent
 
-COMPLETED, ALTERNATIVE = "ExecutionCompleted", "ExecutionCompletedWithAlternativePlacement"
-EVICTION_BLOCKED, TIMED_OUT_REASON, PARTIAL = "EvictionBlocked", "ExecutionTimedOut", "PartiallyCompleted"
+COMPLETED, ALTERNATIVE = Reason.EXECUTION_COMPLETED, Reason.EXECUTION_COMPLETED_ELSEWHERE
+EVICTION_BLOCKED, TIMED_OUT_REASON, PARTIAL = (
+    Reason.EVICTION_BLOCKED,
+    Reason.EXECUTION_TIMED_OUT,
+    Reason.PARTIALLY_COMPLETED,
+)
 
 
 @dataclass(frozen=True)
@@ -74,19 +79,19 @@ def outcome(rels: list[Relocation], planned: list[str], freed: list[str]) -> Out
     stuck = [r for r in rels if r.eviction.phase in (BLOCKED, FAILED)]
     if stuck and not reached:
         why = "; ".join(f"{r.key}: {r.eviction.message}" for r in stuck)
-        return Outcome("Failed", EVICTION_BLOCKED, f"{len(stuck)} pods not evicted ({why}); {nodes}")
+        return Outcome(Phase.FAILED, EVICTION_BLOCKED, f"{len(stuck)} pods not evicted ({why}); {nodes}")
     late = [r for r in rels if r.placement.phase == TIMED_OUT]
     if late:
-        return Outcome("Failed", TIMED_OUT_REASON, f"unfinished at the execution deadline: {_pods(late)}; {nodes}")
+        return Outcome(Phase.FAILED, TIMED_OUT_REASON, f"unfinished at the execution deadline: {_pods(late)}; {nodes}")
     if not reached:
         holding = sorted(set(planned) - set(freed))
-        return Outcome("Failed", PARTIAL, f"{nodes}; still holding the resource: {', '.join(holding)}")
+        return Outcome(Phase.FAILED, PARTIAL, f"{nodes}; still holding the resource: {', '.join(holding)}")
     moved = [r for r in rels if r.placement.phase in (BOUND, BOUND_ELSEWHERE) and r.placement.actual_node_name]
     other = [r for r in moved if r.placement.actual_node_name != r.planned_node_name]
     if other:
         where = ", ".join(f"{r.key} on {r.placement.actual_node_name} (planned {r.planned_node_name})" for r in other)
-        return Outcome("Succeeded", ALTERNATIVE, f"{nodes}; placed elsewhere: {where}")
-    return Outcome("Succeeded", COMPLETED, f"{nodes}; every pod on its planned node")
+        return Outcome(Phase.SUCCEEDED, ALTERNATIVE, f"{nodes}; placed elsewhere: {where}")
+    return Outcome(Phase.SUCCEEDED, COMPLETED, f"{nodes}; every pod on its planned node")
 
 
 def result(

@@ -23,10 +23,10 @@ from sidecar.watcher import observer as observe
 from sidecar.watcher.args import WatchOptions, connect, lease_namespace
 from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.controller import Controller, Reconciler, dry_run
-from sidecar.watcher.dryrun import InProcessPlanner, Planner
 from sidecar.watcher.execute import ExecuteReconciler
 from sidecar.watcher.gates import GateIndex, Lifter, owner_from
 from sidecar.watcher.lease import LeaderElector, LeaseConfig
+from sidecar.watcher.planner import InProcessPlanner, Planner
 from sidecar.watcher.progress import ExecuteOptions
 from sidecar.watcher.status import utcnow
 from sidecar.watcher.supplement import SupplementPusher

@@ -17,13 +17,14 @@ import structlog
 from kubernetes import client
 from kubernetes.client import ApiException
 
+from sidecar.api.repackrun import Condition
 from sidecar.kubeobj import Obj
-from sidecar.watcher.dryrun import GROUP, PLURAL, TERMINAL, VERSION
 from sidecar.watcher.requeue import Reconciled, after
+from sidecar.watcher.status import GROUP, PLURAL, TERMINAL, VERSION
 
 DELETED = "Deleted"
 #: conditions whose True transition marks the end of a run
-_FINAL_CONDITIONS = ("Complete", "Failed")
+_FINAL_CONDITIONS = (Condition.COMPLETE, Condition.FAILED)
 
 log = structlog.get_logger("sidecar.watcher")
 

@@ -1,0 +1,47 @@
+"""The RepackRun's words: its phases, condition types and reasons, one definition each.
+
+The watcher writes them, the sandbox's CRD and printer columns show them, the CLI's demo narrates
+them; ``StrEnum`` members are the strings the API stores (``Phase.RUNNING == "Running"``), so a
+status read back from the API compares equal to them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Phase(StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+#: phases a run does not leave
+TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)
+
+
+class Condition(StrEnum):
+    WAITING = "Waiting"
+    PROGRESSING = "Progressing"
+    COMPLETE = "Complete"
+    FAILED = "Failed"
+
+
+class Reason(StrEnum):
+    # admission (Waiting)
+    ADMITTED = "Admitted"
+    RELEASED = "Released"
+    ANOTHER_RUN_ACTIVE = "AnotherRunActive"
+    COOLDOWN_ACTIVE = "ExecuteCooldownActive"
+    PLANNER_UNAVAILABLE = "PlannerUnavailable"
+    INVALID_SPEC = "InvalidSpec"
+    # progress (Progressing)
+    EVICTING = "Evicting"
+    PLACING = "Placing"
+    # outcome (Complete / Failed)
+    EXECUTION_COMPLETED = "ExecutionCompleted"
+    EXECUTION_COMPLETED_ELSEWHERE = "ExecutionCompletedWithAlternativePlacement"
+    EVICTION_BLOCKED = "EvictionBlocked"
+    EXECUTION_TIMED_OUT = "ExecutionTimedOut"
+    PARTIALLY_COMPLETED = "PartiallyCompleted"
