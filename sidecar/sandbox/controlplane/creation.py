@@ -59,6 +59,12 @@ def _task_minimum(task: Obj) -> int:
     return int(given if given is not None else task.get("replicas") or 0)
 
 
+def job_min_available(spec: Obj) -> int:
+    """A Job's minAvailable; missing, the sum of its tasks' replicas (Volcano's admission default)."""
+    given = spec.get("minAvailable")
+    return int(given if given is not None else sum(int(t.get("replicas") or 0) for t in spec.get("tasks") or []))
+
+
 def job_objects(job: Obj) -> tuple[Obj, list[Obj]]:
     """The PodGroup and the pods Volcano's job controller creates for a new ``job``."""
     meta, spec = job["metadata"], job.get("spec") or {}
@@ -66,11 +72,8 @@ def job_objects(job: Obj) -> tuple[Obj, list[Obj]]:
     group = f"{name}-{meta.get('uid', '')}"
     queue = spec.get("queue") or "default"
     tasks = spec.get("tasks") or []
-    min_available = spec.get("minAvailable")
-    if min_available is None:
-        min_available = sum(int(t.get("replicas") or 0) for t in tasks)
     pg_spec: Obj = {
-        "minMember": int(min_available),
+        "minMember": job_min_available(spec),
         "minTaskMember": {t.get("name") or f"default{i}": _task_minimum(t) for i, t in enumerate(tasks)},
         "queue": queue,
     }
@@ -183,8 +186,10 @@ class Creation(Loop):
     def run_once(self) -> int:
         done = 0
         if self.jobs and (jobs := self._type("batch.volcano.sh", "v1alpha1", "jobs")) is not None:
-            for job in self.store.scan(JOB_KEY, None)[0]:
-                done += self._job(jobs, job)
+            listed = self.store.scan(JOB_KEY, None)[0]
+            phases = self._pod_phases_by_owner() if listed else {}
+            for job in listed:
+                done += self._job(jobs, job, phases.get(job["metadata"].get("uid", ""), []))
         ms_type = self._type("workload.serving.volcano.sh", "v1alpha1", "modelservings")
         if self.modelserving and ms_type is not None:
             for ms in self.store.scan(MODELSERVING_KEY, None)[0]:
@@ -199,7 +204,16 @@ class Creation(Loop):
         except ApiError:  # taken already (a loaded cluster), or the namespace is gone
             return 0
 
-    def _job(self, rt: ResourceType, job: Obj) -> int:
+    def _pod_phases_by_owner(self) -> dict[str, list[str]]:
+        """Owner uid -> the phases of the pods it owns: one pod scan per cycle, however many Jobs."""
+        out: dict[str, list[str]] = {}
+        for pod in self.store.scan(POD_KEY, None)[0]:
+            phase = (pod.get("status") or {}).get("phase", "Pending")
+            for ref in pod["metadata"].get("ownerReferences") or []:
+                out.setdefault(ref.get("uid", ""), []).append(phase)
+        return out
+
+    def _job(self, rt: ResourceType, job: Obj, phases: list[str]) -> int:
         if job["metadata"].get("deletionTimestamp"):
             return 0
         status: Obj = job.get("status") or {}
@@ -207,28 +221,20 @@ class Creation(Loop):
         if not (status.get("state") or {}).get("phase"):
             podgroup, pods = job_objects(job)
             done += self._create(podgroup) + sum(self._create(p) for p in pods)
-        return done + self._job_status(rt, job)
+        return done + self._job_status(rt, job, phases)
 
-    def _job_status(self, rt: ResourceType, job: Obj) -> int:
-        """``status.state.phase`` Pending until ``minAvailable`` of the Job's pods run, then Running."""
+    def _job_status(self, rt: ResourceType, job: Obj, phases: list[str]) -> int:
+        """``status.state.phase`` Pending until ``minAvailable`` of the Job's pods (``phases``) run,
+        then Running."""
         meta = job["metadata"]
         ns = meta.get("namespace", "")
-        owned = [
-            p
-            for p in self.store.scan(POD_KEY, ns)[0]
-            if any(r.get("uid") == meta.get("uid") for r in p["metadata"].get("ownerReferences") or [])
-        ]
-        phases = [(p.get("status") or {}).get("phase", "Pending") for p in owned]
         running, pending = phases.count("Running"), phases.count("Pending")
-        spec = job.get("spec") or {}
-        minimum = spec.get("minAvailable")
-        if minimum is None:
-            minimum = sum(int(t.get("replicas") or 0) for t in spec.get("tasks") or [])
+        minimum = job_min_available(job.get("spec") or {})
         old: Obj = job.get("status") or {}
         was = (old.get("state") or {}).get("phase")
         # a Job that ran stays Running while its pods are rebuilt (Restarting is not modelled)
-        phase = "Running" if (running >= int(minimum) and running > 0) or was == "Running" else "Pending"
-        want = {**old, "minAvailable": int(minimum), "running": running, "pending": pending}
+        phase = "Running" if (running >= minimum and running > 0) or was == "Running" else "Pending"
+        want = {**old, "minAvailable": minimum, "running": running, "pending": pending}
         want["state"] = {**(old.get("state") or {}), "phase": phase}
         if want == old:
             return 0
