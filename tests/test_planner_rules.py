@@ -9,6 +9,9 @@ from plan_cases import GPU, Cluster, explanation, moves, plan, plan_status, reas
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
 from sidecar.mirror.conf import to_proto
+from sidecar.mirror.core import Mirror
+from sidecar.repack.planner import Planner
+from sidecar.repack.spec import validate
 
 
 def two_half_nodes() -> Cluster:
@@ -295,3 +298,19 @@ def test_a_releasing_pods_slot_receives_only_without_the_pod_number_check(
     if conf:
         c.snap.scheduler_config.CopyFrom(to_proto(conf))
     assert moves(plan(c, mode="DryRun", planner={"strategy": strategy})) == expected
+
+
+def test_one_preparation_serves_every_run_and_a_run_leaves_it_untouched() -> None:
+    """A greedy run consumes the gang state, outcomes and pinned mask it is given; each run takes a
+    fresh copy, so the budget-aware rerun and the exact strategy start from what ``prepare`` made."""
+    c = two_half_nodes().node("c", pool="x").group("jc", 1, eligible="true").pod("jc-0", "c", 2, group="jc")
+    planner = Planner(Mirror(c.state()), validate(spec()))
+    prep = planner.prepare()
+    outcomes, pinned = dict(prep.outcomes), prep.pinned.copy()
+    runs = [planner._greedy(prep.fresh(), None, budget_aware=aware) for aware in (False, True, False)]
+    assert [[(m.task, m.source, m.target) for m in r.moves] for r in runs] == [
+        [(m.task, m.source, m.target) for m in runs[0].moves]
+    ] * 3
+    assert runs[0].moves and runs[0].gang.totals().moved_pods == len(runs[0].moves)
+    assert prep.outcomes == outcomes and (prep.pinned == pinned).all()
+    assert not prep.gang.moves.any() and prep.gang.totals() == (0, 0, 0, 0.0, 0)

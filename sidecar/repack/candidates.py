@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -75,6 +75,9 @@ def emptied_outcome(c: Candidate, receivers: str) -> Outcome:
 
 @dataclass
 class Prepared:
+    """What every strategy starts from. A planning run consumes the gang state, the outcomes and
+    the pinned mask it is given: each run takes :meth:`fresh`, and one preparation serves them all."""
+
     before: Fragmentation
     candidates: list[Candidate] | None
     pinned: npt.NDArray[np.bool_]
@@ -82,6 +85,10 @@ class Prepared:
     outcomes: dict[int, Outcome]
     pod_group_count: int
     node_count: int
+
+    def fresh(self) -> Prepared:
+        """A copy a run may consume; the candidates, read-only once prepared, are shared."""
+        return replace(self, pinned=self.pinned.copy(), gang=self.gang.fresh(), outcomes=dict(self.outcomes))
 
 
 @dataclass(frozen=True)
@@ -249,8 +256,7 @@ class CandidateTable:
         # [5, C] marginal cost: dimension-major, so per-dimension min/max are contiguous reductions
         self.delta = initial_deltas(gang, cands)
         self.pairs = Pairs.build(gang, cands)  # for re-costing neighbours in one pass (trial)
-        #: told which candidates' ``delta`` columns were rewritten (the round's scores follow them)
-        self.on_delta: Callable[[list[int]], None] | None = None
+        self._on_delta: list[Callable[[list[int]], None]] = []  # see subscribe
         self.weights = np.asarray(spec.weights.as_tuple(), np.float64)
         #: [N] receiver rule 3: each candidate's weighted marginal cost of emptying it on top of the
         #: plan so far (during a try, on top of the tried candidate too); 0 for other nodes
@@ -263,6 +269,11 @@ class CandidateTable:
         # Static tie-break among equal costs: more capacity freed first, then node name.
         self.tie_rank = np.empty(len(cands), np.int64)
         self.tie_rank[np.lexsort((node_rank[self.node], -state.node_alloc[self.node, goal]))] = np.arange(len(cands))
+
+    def subscribe(self, listener: Callable[[list[int]], None]) -> None:
+        """``listener`` is told which candidates' ``delta`` columns a settled try rewrote (the
+        round's scores follow them)."""
+        self._on_delta.append(listener)
 
     def in_play(self, n_freed: int) -> npt.NDArray[np.intp]:
         return np.flatnonzero(self.alive & (self.retry_at <= n_freed))
@@ -305,8 +316,8 @@ class CandidateTable:
             return
         if joined:
             self.delta[:, trial.others] = trial.deltas
-            if self.on_delta is not None:
-                self.on_delta(trial.others)
+            for listener in self._on_delta:
+                listener(trial.others)
         else:
             self.node_cost[self.node[trial.others]] = trial.old_cost
 

@@ -21,8 +21,6 @@ import numpy.typing as npt
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.taskstatus import RUNNING
 
-DIMENSIONS = ("affected_workloads", "below_min_available", "affected_resources", "moved_resources", "moved_pods")
-
 
 @dataclass
 class GangState:
@@ -67,6 +65,10 @@ class GangState:
             role_running[int(pg[t])][state.task_role[t]] += 1
         min_member = np.array([p.min_member for p in state.pod_groups], np.int64)
         return cls(running, min_member, usage, role_running, role_min)
+
+    def fresh(self) -> GangState:
+        """The same PodGroups with nothing moved yet (what a new planning run starts from)."""
+        return GangState(self.running, self.min_member, self.usage, self.role_running, self.role_min)
 
     def safe(self, g: int) -> int:
         return self._safe[g]
@@ -120,11 +122,24 @@ class GangState:
                 if roles is not None:
                     self.role_moves[g] = roles
 
-    def totals(self) -> tuple[int, int, float, float, int]:
+    def totals(self) -> Totals:
         touched = np.flatnonzero(self.moves > 0)
         below = [int(g) for g in touched if self.below(int(g))]
         affected = sum(self.affected(int(g)) for g in touched)
-        return len(touched), len(below), affected, float(self.cards.sum()), int(self.moves.sum())
+        return Totals(len(touched), len(below), affected, float(self.cards.sum()), int(self.moves.sum()))
+
+
+class Totals(NamedTuple):
+    """The five dimensions measured on a whole plan, in the order of ``delta``'s rows."""
+
+    affected_workloads: int
+    below_min_available: int
+    affected_resources: float
+    moved_resources: float
+    moved_pods: int
+
+
+DIMENSIONS = Totals._fields
 
 
 class HasGroups(Protocol):

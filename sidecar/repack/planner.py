@@ -21,13 +21,14 @@ constraints (affinity, spread, ports), which moves can loosen, is retried after 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
+from sidecar.mirror.types import Subject
 from sidecar.repack import candidates, exact, receivers
 from sidecar.repack.candidates import CandidatePods, CandidateTable, Prepared
 from sidecar.repack.fragmentation import fragmentation
@@ -62,22 +63,22 @@ class Planner:
         """The plan; ``check(step)`` is called once per round and raises to abort; ``time_left()``
         (seconds, None: no limit) bounds the exact strategy's solver."""
         prep = self.prepare(check)
-        greedy = self._greedy(prep, check, budget_aware=False)
+        greedy = self._greedy(prep.fresh(), check, budget_aware=False)
         if self.spec.max_pod_groups is not None and prep.candidates:
             # Under a PodGroup budget the cost order can spend the budget on groups that unlock few
             # nodes: plan again choosing by nodes unlocked per PodGroup, keep the better plan.
-            other = self._greedy(self.prepare(check), check, budget_aware=True)
+            other = self._greedy(prep.fresh(), check, budget_aware=True)
             if _better(other, greedy):
                 greedy = other
         if self.spec.strategy == "Exact" and prep.candidates and len(prep.candidates) <= exact.MAX_CANDIDATES:
             left = time_left() if time_left is not None else None
             limit = exact.TIME_LIMIT if left is None else min(exact.TIME_LIMIT, 0.8 * left)
             if limit >= exact.MIN_TIME_LIMIT:
-                # a fresh preparation: the greedy loop consumed this one's gang state and outcomes
-                return exact.improve(self, self.prepare(), greedy, limit) or greedy
+                return exact.improve(self, prep.fresh(), greedy, limit) or greedy
         return greedy
 
     def _greedy(self, prep: Prepared, check: Callable[[str], None] | None, *, budget_aware: bool) -> PlanResult:
+        """One greedy run; it consumes ``prep`` (give it a :meth:`Prepared.fresh` copy)."""
         after, moves, freed = prep.before, [], []
         if prep.candidates is not None:
             run = _Run(self, prep, check, budget_aware)
@@ -85,15 +86,15 @@ class Planner:
             after = fragmentation(self.state, self.spec.resource, task_node=run.sim.node_of)
             moves, freed = run.moves, run.freed
         return PlanResult(
-            self.spec.resource,
-            prep.before,
-            after,
-            moves,
-            freed,
-            prep.outcomes,
-            prep.gang,
-            prep.pod_group_count,
-            prep.node_count,
+            resource=self.spec.resource,
+            before=prep.before,
+            after=after,
+            moves=moves,
+            freed=freed,
+            outcomes=prep.outcomes,
+            gang=prep.gang,
+            pod_group_count=prep.pod_group_count,
+            node_count=prep.node_count,
         )
 
     def prepare(self, check: Callable[[str], None] | None = None) -> Prepared:
@@ -117,9 +118,12 @@ def _blank(scores: npt.NDArray[np.float64], i: int) -> None:
 
 def _better(a: PlanResult, b: PlanResult) -> bool:
     """More nodes freed; among equals fewer PodGroups below MinAvailable, then fewer cards moved."""
-    _, a_below, _, a_cards, _ = a.gang.totals()
-    _, b_below, _, b_cards, _ = b.gang.totals()
-    return (-len(a.freed), a_below, a_cards) < (-len(b.freed), b_below, b_cards)
+    a_cost, b_cost = a.gang.totals(), b.gang.totals()
+    return (-len(a.freed), a_cost.below_min_available, a_cost.moved_resources) < (
+        -len(b.freed),
+        b_cost.below_min_available,
+        b_cost.moved_resources,
+    )
 
 
 class _Run:
@@ -141,10 +145,10 @@ class _Run:
         rank[np.argsort(np.array(state.node_names, dtype=object), kind="stable")] = np.arange(state.n_nodes)
         self.table = CandidateTable(state, spec, goal, prep.candidates, prep.gang, rank, prep.outcomes)
         # rule 3's costs are the table's, kept current by its trial/settle
-        self.receivers = Receivers(planner.mirror, self.sim, goal, prep.pinned.copy(), self.table.node_cost, rank)
+        self.receivers = Receivers(planner.mirror, self.sim, goal, prep.pinned, self.table.node_cost, rank)
         self.budgets = Budgets(state, spec, prep.gang, self.table)
         self.scores = RoundScores(self.table.delta, self.weights, self.table.alive, self.table.retry_at)
-        self.table.on_delta = self.scores.changed
+        self.table.subscribe(self.scores.changed)
         self.budget_aware = budget_aware
         pods = CandidatePods.build(state, planner.mirror.predicates, prep.candidates)
         self.preflight = Preflight(state, goal, self.table, pods)
@@ -200,8 +204,7 @@ class _Run:
             return self._try_node_level(i)
         c, sim, receivers = self.table.cands[i], self.sim, self.receivers
         mark = sim.checkpoint()
-        was_allowed = bool(receivers.allowed[c.node])
-        receivers.allowed[c.node] = False
+        was_allowed = receivers.exclude(c.node)
         for t in c.pods:
             sim.remove(int(t))
         # Rule 3 on top of this candidate: nodes of the PodGroups it breaks become cheap to empty.
@@ -210,14 +213,8 @@ class _Run:
         placed = search.place(0)
         self.table.settle(trial, placed)
         if not placed:
-            # Decided while the node is still no receiver (rule 1): it must not count as its own.
-            retry = bool(search.stuck) and any(receivers.node_checks_pass(subj) for subj in search.stuck)
+            self._give_up(i, was_allowed, search.stuck)
             sim.rollback(mark)
-            receivers.allowed[c.node] = was_allowed
-            if retry:
-                self.table.retry_at[i] = len(self.freed) + 1  # affinity/spread/ports may loosen as the plan grows
-            else:
-                self.table.drop_no_receiver(i)
             return False
         sim.commit()
         self._emptied(i, search.targets)
@@ -226,29 +223,34 @@ class _Run:
     def _try_node_level(self, i: int) -> bool:
         """The same try for a candidate whose pods face no pod-level check but topology spread:
         the search runs in the kernel without touching the simulation, which takes the moves only
-        if it succeeds. A failure is final unless a pod that found no receiver at all has spread
-        rules and passes its node checks somewhere (moves elsewhere may loosen spread)."""
+        if it succeeds."""
         assert self.node_level is not None
         c, receivers = self.table.cands[i], self.receivers
-        was_allowed = bool(receivers.allowed[c.node])
-        receivers.allowed[c.node] = False
+        was_allowed = receivers.exclude(c.node)
         trial = self.table.trial(i, self.gang)
         stuck: set[int] = set()
         targets = self.node_level.place(i, stuck)
         self.table.settle(trial, targets is not None)
         if targets is None:
-            # Decided while the node is still no receiver (rule 1), as the general try does.
-            subjects = [self.mirror.subject_for_task(int(c.pods[k])) for k in sorted(stuck)]
-            retry = any(receivers.node_checks_pass(subj) for subj in subjects)
-            receivers.allowed[c.node] = was_allowed
-            if retry:
-                self.table.retry_at[i] = len(self.freed) + 1
-            else:
-                self.table.drop_no_receiver(i)
+            self._give_up(i, was_allowed, [self.mirror.subject_for_task(int(c.pods[k])) for k in sorted(stuck)])
             return False
         self.sim.relocate(c.pods, targets)
         self._emptied(i, targets)
         return True
+
+    def _give_up(self, i: int, was_allowed: bool, stuck: Sequence[Subject]) -> None:
+        """A failed try of candidate ``i``. It is final unless a pod that found no receiver at all
+        (``stuck``) passes its node checks somewhere: then only its pod-level constraints
+        (affinity, spread, ports), which moves elsewhere may loosen, stood in the way, and the
+        candidate is retried once the plan has grown. Decided while the node is still no receiver
+        (rule 1), so that it does not count as its own."""
+        receivers = self.receivers
+        retry = any(receivers.node_checks_pass(subj) for subj in stuck)
+        receivers.restore(self.table.cands[i].node, was_allowed)
+        if retry:
+            self.table.retry_at[i] = len(self.freed) + 1
+        else:
+            self.table.drop_no_receiver(i)
 
     def _emptied(self, i: int, targets: list[int]) -> None:
         c = self.table.cands[i]
@@ -258,7 +260,7 @@ class _Run:
             self.gang.apply(m.group, m.pods, m.cards, m.roles)
         self.budgets.spend(c)
         self.freed.append(c.node)
-        self.receivers.stays[targets] = True
+        self.receivers.mark_stays(targets)
         self.table.emptied(i, targets)
         if self.node_level is not None:
             self.node_level.retire([c.node, *targets])

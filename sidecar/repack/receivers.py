@@ -175,6 +175,21 @@ class Receivers:
         self.pod_cap = mirror.predicates.pod_cap
         self._static_rows: dict[int, U8] = {}
 
+    def exclude(self, node: int) -> bool:
+        """Rule 1 while ``node`` is being emptied: it receives nothing. Returns its standing
+        before, for :meth:`restore` when the try fails."""
+        was = bool(self.allowed[node])
+        self.allowed[node] = False
+        return was
+
+    def restore(self, node: int, was: bool) -> None:
+        """The try that excluded ``node`` failed: it takes back its rule-1 standing."""
+        self.allowed[node] = was
+
+    def mark_stays(self, nodes: list[int]) -> None:
+        """Rule 2: ``nodes`` received pods in this plan, so they stay occupied."""
+        self.stays[nodes] = True
+
     def for_subject(self, subj: Subject) -> Iterator[int]:
         """Feasible receivers for one pod, best first. A pod with node-level constraints only gets
         its first choice from the Cython kernel in one pass; the full order, and every pod with

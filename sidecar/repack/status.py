@@ -109,14 +109,14 @@ def to_status(state: ClusterState, result: PlanResult, spec: RunSpec) -> plan_pb
             moved_cards += cards
         summary.moved_card_count = moved_cards
         plan.freed_nodes.extend(state.node_names[n] for n in result.freed)
-        w, below, affected, cards_total, pods = result.gang.totals()
+        total = result.gang.totals()
         summary.cost.CopyFrom(
             plan_pb2.PlanCost(
-                affected_workloads=w,
-                pod_groups_below_min_available=below,
-                affected_cards=to_user_units(spec.resource, affected),
-                moved_cards=to_user_units(spec.resource, cards_total),
-                moved_pods=pods,
+                affected_workloads=total.affected_workloads,
+                pod_groups_below_min_available=total.below_min_available,
+                affected_cards=to_user_units(spec.resource, total.affected_resources),
+                moved_cards=to_user_units(spec.resource, total.moved_resources),
+                moved_pods=total.moved_pods,
             )
         )
     for n in sorted(result.outcomes, key=lambda x: state.node_names[x]):
