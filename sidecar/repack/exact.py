@@ -311,7 +311,7 @@ def _replay(
 ) -> PlanResult | None:
     """The solution through the mirror: every emptied node's pods removed, then each placed on its
     receiver only if the Filter passes there on the state holding every earlier move."""
-    state, mirror, goal = planner.state, planner.mirror, planner.goal
+    state, mirror = planner.state, planner.mirror
     sim = Simulation(state)
     chosen = [cands[ci] for ci in solution.emptied]
     for c in chosen:
@@ -329,7 +329,7 @@ def _replay(
             sim.place(t, target)
             moves.append(Move(t, c.node, target))
     sim.commit()
-    gang = GangState.build(state, goal, holding_mask(state))
+    gang = prep.gang  # the caller's fresh copy: nothing moved yet
     for c in chosen:
         for g in c.groups:
             gang.apply(g.group, g.pods, g.cards, g.roles)
@@ -350,13 +350,13 @@ def _replay(
             outcomes[c.node] = Outcome(c.node, False, NOT_CHOSEN, message)
     after = fragmentation(state, planner.spec.resource, task_node=sim.node_of)
     return PlanResult(
-        greedy.resource,
-        greedy.before,
-        after,
-        moves,
-        freed,
-        outcomes,
-        gang,
-        prep.pod_group_count,
-        prep.node_count,
+        resource=greedy.resource,
+        before=greedy.before,
+        after=after,
+        moves=moves,
+        freed=freed,
+        outcomes=outcomes,
+        gang=gang,
+        pod_group_count=prep.pod_group_count,
+        node_count=prep.node_count,
     )
