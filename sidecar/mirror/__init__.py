@@ -8,6 +8,7 @@ Split like the Kubernetes scheduler plugins, so each rule can be read next to it
 
 - ``core``: the front door (``Mirror``): subjects, Filter, Prioritize, allocate, feasibility classes;
 - ``predicates``: Volcano's predicate order and how the checks' results combine;
+- ``podchecks``: the registry of checks (switch, pod-level, domain rule, reasons), read by all the others;
 - ``nodechecks``: resource dimensions, NodeUnschedulable, NodeAffinity, TaintToleration (cached per constraint set);
 - ``interpod``: InterPodAffinity (affinity, anti-affinity, existing pods' anti-affinity);
 - ``spread``: PodTopologySpread (DoNotSchedule);

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
-from sidecar.mirror import kernels
+from sidecar.mirror import kernels, podchecks
 from sidecar.mirror.conf import SchedulerConf, from_proto
 from sidecar.mirror.nodechecks import static_key
 from sidecar.mirror.predicates import Predicates
@@ -230,13 +230,13 @@ class Mirror:
 
     def _pod_level_ok(self, subj: Subject, sim: Simulation) -> npt.NDArray[np.bool_]:
         p = self.predicates
+        checks = p.checks(subj)
         ok = np.ones(self.state.n_nodes, bool)
-        if self.conf.predicate_on("InterPodAffinity"):
+        if checks & podchecks.INTER_POD:
             ok &= p.interpod.filter(subj, sim) == P_OK
-        if self.conf.predicate_on("PodTopologySpread"):
+        if "PodTopologySpread" in checks:
             ok &= p.spread.filter(subj, sim) == T_OK
-        wanted = task_ports(subj.profile)
-        if wanted and self.conf.predicate_on("NodePorts"):
-            used = sim.ports()
+        if "NodePorts" in checks:
+            wanted, used = task_ports(subj.profile), sim.ports()
             ok &= ~np.array([ports_conflict(wanted, used.get(n)) for n in range(self.state.n_nodes)], bool)
         return ok

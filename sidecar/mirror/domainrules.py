@@ -23,12 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.mirror import podchecks
 from sidecar.mirror.conf import SchedulerConf
 from sidecar.mirror.interpod import InterPodAffinity
 from sidecar.mirror.podindex import PodIndex
 from sidecar.mirror.selectors import NodeLabels
-from sidecar.mirror.simulation import Simulation, task_ports
+from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.spread import TopologySpread
 from sidecar.mirror.types import Mask, Subject
 from sidecar.snapshot.taskstatus import RELEASING
@@ -79,27 +79,24 @@ class DomainRule:
         return found
 
 
-def countable(profile: pb.TaskProfile) -> bool:
-    """Are all of a pod's pod-level checks domain rules (no pod affinity, no host ports)?"""
-    return not (profile.pod_affinity or task_ports(profile))
-
-
 def domain_rules(
     conf: SchedulerConf,
+    checks: frozenset[str],
     spread: TopologySpread,
     interpod: InterPodAffinity,
     index: PodIndex,
     labels: NodeLabels,
     subj: Subject,
 ) -> list[DomainRule] | None:
-    """Every pod-level check of ``subj`` as domain rules, or None when it has one that is not
-    (the predicates' parts it reads are passed in: ``Predicates.domain_rules`` is the caller)."""
+    """Every pod-level check ``subj`` faces (``checks``, :func:`podchecks.active`) as domain
+    rules, or None when one of them is not (the predicates' parts it reads are passed in:
+    ``Predicates.domain_rules`` is the caller)."""
     prof = subj.profile
-    if not countable(prof):
+    if not podchecks.countable(conf, prof):
         return None
     rules: list[DomainRule] = []
     key = (subj.profile_index, subj.namespace)
-    if conf.predicate_on("PodTopologySpread") and prof.topology_spread_constraints:
+    if "PodTopologySpread" in checks:
         for j, r in enumerate(spread.rules(subj)):
             rules.append(
                 DomainRule(
@@ -116,15 +113,13 @@ def domain_rules(
                     False,
                 )
             )
-    if not conf.predicate_on("InterPodAffinity"):
-        return rules
     none = np.zeros(0, np.int32)
-    for j, term in enumerate(prof.pod_anti_affinity):
+    for j, term in enumerate(prof.pod_anti_affinity if "PodAntiAffinity" in checks else ()):
         t = interpod.term(term, subj.namespace)
         codes, values, _ = labels.column(t.key)
         tasks = index.matching_tasks(t.selector, t.namespaces)
         rules.append(DomainRule(("anti", *key, j), tasks, codes, len(values), None, none, 0, 0, True, True, True))
-    for g, topology in index.anti_targets(subj) if index.anti_groups else []:
+    for g, topology in index.anti_targets(subj) if "ExistingAntiAffinity" in checks else []:
         codes, values, _ = labels.column(topology)
         members = index.anti_groups[g][2]
         rules.append(

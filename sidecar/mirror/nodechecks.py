@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.mirror import podchecks
 from sidecar.mirror.conf import SchedulerConf
 from sidecar.mirror.explain import taint_reason
 from sidecar.mirror.selectors import (
@@ -51,7 +52,7 @@ class NodeChecks:
         #: allocate's fit counts the slot, on FutureIdle, where a releasing pod's slot is free.
         self.pod_cap: npt.NDArray[np.float64] = (
             np.ascontiguousarray(state.node_alloc[:, self.pods_dim])
-            if conf.predicates_plugin
+            if podchecks.switched_on(conf, "pod_number")
             else np.full(state.n_nodes, np.inf)
         )
         self._base_dims = np.array([state.resource(name) for name in BASE_RESOURCES], np.intp)
@@ -122,27 +123,28 @@ class NodeChecks:
         taint_texts: tuple[str, ...] = ()
         check_tolerations(profile.tolerations, f"{path}.tolerations")
         tolerations = list(profile.tolerations)
-        # NodeUnschedulable (always on in Volcano's predicates plugin)
-        if self.conf.predicates_plugin:
-            if not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations):
-                code[self.state.node_unschedulable] = S_UNSCHEDULABLE
-            if self.conf.predicate_on("NodeAffinity"):
-                miss = (code == S_OK) & ~node_affinity_mask(self.labels, profile, path)
-                code[miss] = S_AFFINITY
-            if self.conf.predicate_on("TaintToleration"):
-                # The reason names the node's first untolerated taint (kubernetes v1.34.1
-                # tainttoleration.go Filter), so nodes differ by which taint that is.
-                ids, sets = self.taint_sets()
-                texts: dict[str, int] = {}
-                which = np.full(len(sets) + 1, -1, np.int32)  # per taint set; the last entry: none
-                for j, taints in enumerate(sets):
-                    first = first_untolerated(taints, tolerations)
-                    if first is not None:
-                        which[j] = texts.setdefault(taint_reason(first.key, first.value), len(texts))
-                hit = (code == S_OK) & (which[ids] >= 0)
-                code[hit] = S_TAINT
-                taint[hit] = which[ids[hit]]
-                taint_texts = tuple(texts)
+        # NodeUnschedulable: on with Volcano's predicates plugin, not switchable alone (podchecks)
+        if podchecks.switched_on(self.conf, "NodeUnschedulable") and not any(
+            tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations
+        ):
+            code[self.state.node_unschedulable] = S_UNSCHEDULABLE
+        if podchecks.switched_on(self.conf, "NodeAffinity"):
+            miss = (code == S_OK) & ~node_affinity_mask(self.labels, profile, path)
+            code[miss] = S_AFFINITY
+        if podchecks.switched_on(self.conf, "TaintToleration"):
+            # The reason names the node's first untolerated taint (kubernetes v1.34.1
+            # tainttoleration.go Filter), so nodes differ by which taint that is.
+            ids, sets = self.taint_sets()
+            texts: dict[str, int] = {}
+            which = np.full(len(sets) + 1, -1, np.int32)  # per taint set; the last entry: none
+            for j, taints in enumerate(sets):
+                first = first_untolerated(taints, tolerations)
+                if first is not None:
+                    which[j] = texts.setdefault(taint_reason(first.key, first.value), len(texts))
+            hit = (code == S_OK) & (which[ids] >= 0)
+            code[hit] = S_TAINT
+            taint[hit] = which[ids[hit]]
+            taint_texts = tuple(texts)
         result = StaticResult(code, taint, taint_texts)
         self._static[key] = result
         if profile_index is not None:

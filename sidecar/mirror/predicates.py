@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.mirror import kernels
+from sidecar.mirror import kernels, podchecks
 from sidecar.mirror.conf import SchedulerConf
 from sidecar.mirror.domainrules import DomainRule, domain_rules
 from sidecar.mirror.explain import group_reasons
@@ -62,30 +62,26 @@ class Predicates:
         self.fit_dims = self.node_checks.fit_dims
         self.static = self.node_checks.static
         self.matching_tasks = self.index.matching_tasks
-        self._pod_level: dict[tuple[int, str], bool] = {}  # (profile row, namespace) -> pod_level
+        self._checks: dict[tuple[int, str], frozenset[str]] = {}  # (profile row, namespace) -> checks
         self._domain_rules: dict[tuple[int, str], list[DomainRule] | None] = {}
+
+    def checks(self, subj: Subject) -> frozenset[str]:
+        """The pod-level checks the pod faces (:func:`podchecks.active`): a function of the profile
+        and the namespace only, so cached per pair for the snapshot's profiles."""
+        key = (subj.profile_index, subj.namespace) if subj.profile_index is not None else None
+        if key is not None:
+            hit = self._checks.get(key)
+            if hit is not None:
+                return hit
+        answer = podchecks.active(self.conf, self.index, subj)
+        if key is not None:
+            self._checks[key] = answer
+        return answer
 
     def pod_level(self, subj: Subject) -> bool:
         """Does the pod face checks beyond its node-only ones (its own affinity, spread or host
-        ports, or an existing pod's anti-affinity toward it)? A function of the profile and the
-        namespace only, so cached per pair for the snapshot's profiles."""
-        key = (subj.profile_index, subj.namespace) if subj.profile_index is not None else None
-        if key is not None:
-            hit = self._pod_level.get(key)
-            if hit is not None:
-                return hit
-        prof = subj.profile
-        index = self.index
-        answer = bool(
-            prof.pod_affinity
-            or prof.pod_anti_affinity
-            or prof.topology_spread_constraints
-            or task_ports(prof)
-            or (index.anti_groups and index.anti_targets(subj))
-        )
-        if key is not None:
-            self._pod_level[key] = answer
-        return answer
+        ports, or an existing pod's anti-affinity toward it), as the conf runs them?"""
+        return bool(self.checks(subj))
 
     def domain_rules(self, subj: Subject) -> list[DomainRule] | None:
         """The pod's pod-level checks as per-domain counting rules (:mod:`domainrules`), or None
@@ -93,7 +89,7 @@ class Predicates:
         key = (subj.profile_index, subj.namespace) if subj.profile_index is not None else None
         if key is not None and key in self._domain_rules:
             return self._domain_rules[key]
-        rules = domain_rules(self.conf, self.spread, self.interpod, self.index, self.labels, subj)
+        rules = domain_rules(self.conf, self.checks(subj), self.spread, self.interpod, self.index, self.labels, subj)
         if key is not None:
             self._domain_rules[key] = rules
         return rules
@@ -122,7 +118,7 @@ class Predicates:
 
     def _evaluate(self, subj: Subject, sim: Simulation, idx: npt.NDArray[np.intp], *, fits_idle: bool) -> Evaluation:
         """Every check on the nodes ``idx``, per position. Pod-level checks (affinity, spread,
-        ports) run only when the pod, or an existing pod's anti-affinity, gives them work."""
+        ports) run only when the pod faces them (:meth:`checks`)."""
         prof = subj.profile
         dims = self.fit_dims(subj.req)
         first_fail = kernels.first_insufficient(subj.req, sim.future_idle()[idx], dims)
@@ -135,24 +131,22 @@ class Predicates:
         static_code = static.code[idx]
         reached = fits & (static_code == S_OK)  # where Volcano runs the remaining predicates
         ok = reached & ~pod_full
-        ports = _NO_BOOL if not prof.host_ports else np.zeros(idx.size, bool)
-        if prof.host_ports and self.conf.predicate_on("NodePorts"):
+        checks = self.checks(subj)
+        ports = _NO_BOOL
+        if "NodePorts" in checks:
+            ports = np.zeros(idx.size, bool)
             wanted_ports = task_ports(prof)
-            if wanted_ports:
-                used = sim.ports()
-                # A full node is reported with its port conflict too (both are Unschedulable).
-                for k in np.flatnonzero(reached if fits_idle else ok):
-                    ports[k] = ports_conflict(wanted_ports, used.get(int(idx[k])))
-                ok &= ~ports
+            used = sim.ports()
+            # A full node is reported with its port conflict too (both are Unschedulable).
+            for k in np.flatnonzero(reached if fits_idle else ok):
+                ports[k] = ports_conflict(wanted_ports, used.get(int(idx[k])))
+            ok &= ~ports
         inter = _NO_CODE
-        index = self.index
-        if self.conf.predicate_on("InterPodAffinity") and (
-            prof.pod_affinity or prof.pod_anti_affinity or (index.anti_groups and index.anti_targets(subj))
-        ):
+        if checks & podchecks.INTER_POD:
             inter = self.interpod.filter(subj, sim, idx)
             ok &= inter == P_OK
         spread = _NO_CODE
-        if self.conf.predicate_on("PodTopologySpread") and prof.topology_spread_constraints:
+        if "PodTopologySpread" in checks:
             spread = self.spread.filter(subj, sim, idx)
             ok &= spread == T_OK
         n = idx.size
