@@ -8,8 +8,11 @@ import grpc
 import pytest
 from builders import GPU, guide_twenty_nodes, node, snapshot, task
 from google.protobuf import json_format
+from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_status import rpc_status
 
+from sidecar.api import richerrors
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.client import MIB, client_options
@@ -85,9 +88,28 @@ BAD_REQUESTS = [
 
 @pytest.mark.parametrize("build,details", [b[1:] for b in BAD_REQUESTS], ids=[b[0] for b in BAD_REQUESTS])
 def test_bad_input_is_invalid_argument_naming_the_field(server, build, details) -> None:  # type: ignore[no-untyped-def]
-    code, got = code_of(stub(server.target).Evaluate, build())
-    assert code == grpc.StatusCode.INVALID_ARGUMENT
-    assert got == details
+    with pytest.raises(grpc.RpcError) as err:
+        stub(server.target).Evaluate(build(), timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.value.details() == details
+    # the field travels in gRPC's rich error details (google.rpc.BadRequest), not only in the sentence
+    status = rpc_status.from_call(err.value)
+    (detail,) = status.details
+    bad = error_details_pb2.BadRequest()
+    assert detail.Unpack(bad)
+    (violation,) = bad.field_violations
+    assert f"{violation.field}: {violation.description}" == details
+    assert richerrors.field_violation(err.value) == (violation.field, violation.description)
+
+
+def test_a_request_that_never_became_a_message_is_charged_to_the_request(server) -> None:  # type: ignore[no-untyped-def]
+    raw = grpc.insecure_channel(server.target).unary_unary(
+        f"/{SERVICE_NAME}/Evaluate", request_serializer=None, response_deserializer=None
+    )
+    with pytest.raises(grpc.RpcError) as err:
+        raw(b"\xff\xff\xff\xff", timeout=5)
+    field, problem = richerrors.field_violation(err.value) or ("", "")
+    assert field == "request" and problem == err.value.details()
 
 
 def test_bad_column_index_over_the_wire(server) -> None:  # type: ignore[no-untyped-def]

@@ -22,7 +22,7 @@ from sidecar.sandbox.objects import object_uid
 from sidecar.service import Deadline, DeadlineExceeded, RepackService
 from sidecar.watcher.execute import ExecuteOptions, ExecuteReconciler
 from sidecar.watcher.placement import PLACEMENT_GATE
-from sidecar.watcher.planner import InProcessPlanner
+from sidecar.watcher.planner import InProcessPlanner, from_rpc, planner_error
 from sidecar.watcher.status import GROUP, PLURAL, VERSION
 from tests.execute_fixtures import (
     NS,
@@ -201,11 +201,14 @@ def test_a_sidecar_that_is_down_fails_the_run_before_anything_moves(tmp_path: Pa
 class Sidecar(service_pb2_grpc.RepackServicer):
     """A gRPC sidecar that is slow (``delay``) or restarting (UNAVAILABLE for the first ``fail`` Plans)."""
 
-    def __init__(self, *, delay: float = 0.0, fail: int = 0) -> None:
+    def __init__(self, *, delay: float = 0.0, fail: int = 0, refuse: str = "") -> None:
         self.service, self.delay, self.fail, self.calls = RepackService(), delay, fail, Counter[str]()
+        self.refuse = refuse  # answer INVALID_ARGUMENT with this message and no rich details
 
     def Plan(self, request: Any, context: grpc.ServicerContext) -> Any:
         self.calls["Plan"] += 1
+        if self.refuse:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, self.refuse)
         if self.calls["Plan"] <= self.fail:
             context.abort(grpc.StatusCode.UNAVAILABLE, "restarting")
         time.sleep(self.delay)
@@ -306,6 +309,22 @@ def test_a_goal_no_node_provides_fails_with_invalid_spec(tmp_path: Path) -> None
         failed = condition(box.run(NAME), "Failed")
         assert failed["reason"] == "InvalidSpec" and failed["message"].startswith("spec.goals[0].resource")
         assert box.evictions() == {}
+
+
+def test_the_field_of_bad_input_comes_from_the_rich_error_details(tmp_path: Path, server: Any) -> None:
+    """The real sidecar names the field in a google.rpc.BadRequest; an INVALID_ARGUMENT without one
+    (a proxy, another server) is charged to the request, however its sentence looks."""
+    with sandbox(tmp_path) as box, RepackClient(server.target) as remote:
+        box.create_run(execute_run(NAME, goals=[{"resource": "example.com/no-such-card"}], maxPerRun={"podGroups": 1}))
+        assert ExecuteReconciler(box.api, remote).reconcile(box.run(NAME)).phase == "Failed"
+        failed = condition(box.run(NAME), "Failed")
+        assert failed["reason"] == "InvalidSpec" and failed["message"].startswith("spec.goals[0].resource: ")
+    with serving(Sidecar(refuse="spec.mode: looks like a field")) as target, RepackClient(target) as proxy:
+        with pytest.raises(grpc.RpcError) as err:
+            proxy.plan(service_pb2.PlanRequest())
+        bad = from_rpc(err.value)
+        assert bad is not None and (bad.field, bad.problem) == ("request", "spec.mode: looks like a field")
+        assert planner_error(err.value) == ("InvalidSpec", "request: spec.mode: looks like a field")
 
 
 def test_the_planner_port_is_served_in_process_and_over_grpc(server: Any) -> None:

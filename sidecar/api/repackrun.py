@@ -10,6 +10,11 @@ from __future__ import annotations
 from enum import StrEnum
 
 
+class Mode(StrEnum):
+    DRY_RUN = "DryRun"
+    EXECUTE = "Execute"
+
+
 class Phase(StrEnum):
     PENDING = "Pending"
     RUNNING = "Running"

@@ -18,6 +18,7 @@ import grpc
 import structlog
 from google.protobuf.message import DecodeError, Message
 
+from sidecar.api import richerrors
 from sidecar.api.sessions import AGE_METADATA, LATEST
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.errors import InputError
@@ -31,7 +32,8 @@ log = structlog.get_logger("sidecar.server")
 
 @dataclass(frozen=True)
 class Rejected:
-    """A request that never became a message; the handler turns it into INVALID_ARGUMENT."""
+    """A request that never became a message; the handler turns it into INVALID_ARGUMENT (the
+    field: ``request``)."""
 
     reason: str
 
@@ -76,7 +78,7 @@ def _rpc(
 
     async def handle(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Message:
         if isinstance(request, Rejected):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.reason)
+            await _abort(context, richerrors.invalid_argument("request", request.reason, request.reason))
         deadline = CallDeadline(context.time_remaining())
         try:
             try:
@@ -90,7 +92,7 @@ def _rpc(
                 context.set_trailing_metadata(((AGE_METADATA, f"{age:.3f}"),))
             return response
         except InputError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            await _abort(context, richerrors.invalid_argument(exc.field, exc.problem, str(exc)))
         except NotFound as exc:
             await context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
         except Overloaded as exc:  # before DeadlineExceeded, its base
@@ -103,6 +105,10 @@ def _rpc(
         raise AssertionError("unreachable: context.abort raises")
 
     return handle
+
+
+async def _abort(context: grpc.aio.ServicerContext[Any, Any], status: grpc.Status) -> None:
+    await context.abort(status.code, status.details, status.trailing_metadata)
 
 
 def generic_handler(

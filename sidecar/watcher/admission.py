@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sidecar.api.repackrun import Phase, Reason
+from sidecar.api.repackrun import Mode, Phase, Reason
 from sidecar.kubeobj import Obj
 from sidecar.watcher.journal import EVICTED, relocations_of
 from sidecar.watcher.status import TERMINAL, mode_of, parse_time, phase_of, rfc3339
@@ -49,7 +49,7 @@ def evicted_any(run: Obj) -> bool:
 
 def hold(run: Obj, runs: list[Obj], now: datetime, cooldown: float) -> Hold | None:
     """None when ``run`` may start now, else why it waits (rules in the module docstring)."""
-    others = [r for r in runs if mode_of(r) == "Execute" and _name(r) != _name(run)]
+    others = [r for r in runs if mode_of(r) == Mode.EXECUTE and _name(r) != _name(run)]
     running = sorted(_name(r) for r in others if phase_of(r) == Phase.RUNNING)
     if running:
         return Hold(ANOTHER_RUN_ACTIVE, f"RepackRun {running[0]} is executing; Execute runs one at a time")

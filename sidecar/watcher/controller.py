@@ -27,7 +27,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client import ApiException
 
-from sidecar.api.repackrun import Phase
+from sidecar.api.repackrun import Mode, Phase
 from sidecar.kubeobj import Obj
 from sidecar.watcher import observer as observe
 from sidecar.watcher.cluster import ClusterCache
@@ -70,7 +70,7 @@ def unfinished(run: Obj) -> bool:
 
 
 def is_execute(run: Obj) -> bool:
-    return (run.get("spec") or {}).get("mode") == "Execute"
+    return (run.get("spec") or {}).get("mode") == Mode.EXECUTE
 
 
 def name_of(run: Obj) -> str:

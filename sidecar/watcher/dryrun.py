@@ -14,23 +14,17 @@ import structlog
 from google.protobuf import json_format
 from kubernetes import client
 
-from sidecar.api.repackrun import Condition, Phase
+from sidecar.api.repackrun import Condition, Mode, Phase
 from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.kubeobj import Obj
 from sidecar.snapshot.io import parse_dict
 from sidecar.watcher.cluster import SnapshotSource, read_cluster
-from sidecar.watcher.planner import PLANNER_ERRORS, InProcessPlanner, Planner, from_rpc, planner_error
+from sidecar.watcher.planner import PLANNER_ERRORS, Planner, planner_error
 from sidecar.watcher.plannerwait import UNAVAILABLE, PlannerWait, mark_waiting
 from sidecar.watcher.requeue import Reconciled, after
 from sidecar.watcher.source import plan_run
 from sidecar.watcher.status import (
-    COMPONENT,
-    EVENT_NAMESPACE,
-    GROUP,
-    KIND,
-    PLURAL,
     TERMINAL,
-    VERSION,
     Clock,
     Hook,
     StatusWriter,
@@ -41,29 +35,14 @@ from sidecar.watcher.status import (
     utcnow,
 )
 
-__all__ = [
-    "COMPONENT",
-    "EVENT_NAMESPACE",
-    "GROUP",
-    "KIND",
-    "PLURAL",
-    "TERMINAL",
-    "VERSION",
-    "DryRunReconciler",
-    "InProcessPlanner",
-    "Planner",
-    "failed",
-    "from_rpc",
-    "phase_of",
-    "wants",
-]
+__all__ = ["DryRunReconciler", "failed", "wants"]
 
 log = structlog.get_logger("sidecar.watcher")
 
 
 def wants(run: Obj) -> bool:
     """A DryRun not yet finished (a Running one is resumed: planning again is harmless)."""
-    return mode_of(run) == "DryRun" and phase_of(run) not in TERMINAL
+    return mode_of(run) == Mode.DRY_RUN and phase_of(run) not in TERMINAL
 
 
 def failed(reason: str, message: str) -> Obj:

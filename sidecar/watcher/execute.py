@@ -32,7 +32,7 @@ import structlog
 from google.protobuf import json_format
 from kubernetes import client
 
-from sidecar.api.repackrun import Condition, Phase, Reason
+from sidecar.api.repackrun import Condition, Mode, Phase, Reason
 from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.errors import InputError
 from sidecar.kubeobj import Obj
@@ -71,7 +71,7 @@ log = structlog.get_logger("sidecar.watcher")
 
 def wants(run: Obj) -> bool:
     """An Execute run not yet finished (Pending ones wait for admission, Running ones resume)."""
-    return mode_of(run) == "Execute" and phase_of(run) not in TERMINAL
+    return mode_of(run) == Mode.EXECUTE and phase_of(run) not in TERMINAL
 
 
 def _no_hook(_: str) -> None:

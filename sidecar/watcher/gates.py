@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 import structlog
 from kubernetes import client
 
-from sidecar.api.repackrun import Phase
+from sidecar.api.repackrun import Mode, Phase
 from sidecar.kubeobj import Obj
 from sidecar.watcher import observer as observe
 from sidecar.watcher.informer import DELETED
@@ -54,7 +54,7 @@ def claims_of(runs: Iterable[Obj]) -> dict[tuple[str, str], list[Claim]]:
     Running Execute runs not placed yet, whose victim is evicted or about to be."""
     out: dict[tuple[str, str], list[Claim]] = {}
     for run in runs:
-        if mode_of(run) != "Execute" or phase_of(run) != Phase.RUNNING:
+        if mode_of(run) != Mode.EXECUTE or phase_of(run) != Phase.RUNNING:
             continue
         name = str(run["metadata"]["name"])
         for rel in relocations_of(run.get("status") or {}):

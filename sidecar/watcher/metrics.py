@@ -19,6 +19,7 @@ from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from sidecar.api.repackrun import Phase
 from sidecar.metricsport import Check, PortServer, serve_port
 from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.journal import EVICTED, Relocation, relocations_of
@@ -90,7 +91,7 @@ class CacheCollector(Collector):
         by_phase: dict[str, int] = {}
         by_run: dict[tuple[str, str], int] = {}
         for run in cache.list_runs():
-            key = (mode_of(run) or "unknown", phase_of(run) or "Pending")
+            key = (mode_of(run) or "unknown", phase_of(run) or Phase.PENDING)
             by_run[key] = by_run.get(key, 0) + 1
             if phase_of(run) in TERMINAL:
                 continue

@@ -14,6 +14,7 @@ from typing import Protocol
 
 import grpc
 
+from sidecar.api import richerrors
 from sidecar.api.sessions import LATEST
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.errors import InputError
@@ -74,11 +75,16 @@ class InProcessPlanner:
 
 
 def from_rpc(exc: grpc.RpcError) -> InputError | None:
-    """The sidecar answers an InputError as INVALID_ARGUMENT "field: problem"; recover the field."""
+    """The sidecar answers an InputError as INVALID_ARGUMENT naming the field in a
+    google.rpc.BadRequest (sidecar/api/richerrors.py); the error again, or None for other codes.
+    An INVALID_ARGUMENT without one (not from the sidecar's service: a proxy, a gRPC library)
+    is charged to the request as a whole."""
     if not isinstance(exc, grpc.Call) or exc.code() != grpc.StatusCode.INVALID_ARGUMENT:
         return None
-    field, _, problem = (exc.details() or "").partition(": ")
-    return InputError(field, problem) if problem else InputError("spec", field)
+    violation = richerrors.field_violation(exc)
+    if violation is None:
+        return InputError("request", exc.details() or "INVALID_ARGUMENT")
+    return InputError(*violation)
 
 
 def planner_error(exc: Exception) -> tuple[str, str]:
