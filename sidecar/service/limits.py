@@ -65,9 +65,10 @@ class Overloaded(DeadlineExceeded):
 
 @dataclass(frozen=True)
 class ServiceLimits:
-    #: Snapshots beyond these are refused while decoding, before any work is spent on them.
-    max_nodes: int = 100_000
-    max_tasks: int = 2_000_000
+    #: Snapshots beyond these are refused while decoding, before any work is spent on them
+    #: (defaults: the decoder's own, ``snapshot.decode.Limits``).
+    max_nodes: int = Limits.max_nodes
+    max_tasks: int = Limits.max_tasks
     #: Default lifetime of a session; a request may ask for up to 10x.
     session_ttl_seconds: float = 120.0
     #: Sessions kept; the least recently used is dropped first.
