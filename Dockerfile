@@ -24,7 +24,7 @@ COPY ext ./ext
 COPY manifests/crd ./manifests/crd
 COPY sidecar ./sidecar
 COPY scripts/build-wheel-check.sh ./scripts/
-# The same steps tests/test_packaging.py runs: the wheel built with REPACK_REQUIRE_KERNELS=1 (a kernel
+# The same steps tests/project/test_packaging.py runs: the wheel built with REPACK_REQUIRE_KERNELS=1 (a kernel
 # that does not compile fails the build), its three .so checked, then installed into /opt/venv, where
 # every kernel is imported and sidecar.dispatch.kernels_built() must be True.
 RUN sh scripts/build-wheel-check.sh /wheels /opt/venv /src
@@ -45,7 +45,7 @@ USER 65532:65532
 EXPOSE 9464 9465
 ENTRYPOINT ["repack-sidecar", "--log-format", "json"]
 # The default is the manifests' repack-sidecar container (manifests/sidecar/scheduler-sidecar-patch.yaml
-# passes the same args; tests/test_extender_ops.py keeps them equal): extender intake on 8008, the port
+# passes the same args; tests/server/test_extender_ops.py keeps them equal): extender intake on 8008, the port
 # of manifests/extender/volcano-scheduler.conf's urlPrefix. The watcher container passes its own args.
 CMD ["serve", "--host", "127.0.0.1", "--port", "50151", "--metrics-port", "9464", "--extender-port", "8008", \
      "--max-message-mib", "64", "--max-concurrent-rpcs", "16", "--session-ttl", "120"]

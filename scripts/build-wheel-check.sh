@@ -1,6 +1,6 @@
 #!/bin/sh
 # Build the repack-sidecar wheel WITH its Cython kernels and prove it: the steps of the Dockerfile's build
-# stage, kept here so that they run (and are tested, tests/test_packaging.py) where no Docker engine runs.
+# stage, kept here so that they run (and are tested, tests/project/test_packaging.py) where no Docker engine runs.
 #
 #   scripts/build-wheel-check.sh WHEEL_DIR VENV [SOURCE_DIR]
 #

@@ -1,13 +1,23 @@
+"""Fixtures for the whole suite: the gRPC sidecar (``server``, ``make_server``), the sandbox API
+server with a kubeconfig and the official client on it (``api``, ``kubeconfig``, ``k8s``). A package
+folder's conftest.py adds its own or loads a cluster into ``api``."""
+
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import hypothesis  # noqa: F401  (imported up front: see below)
 import pytest
+from kubernetes import client, config
 
 from sidecar import logs
+from sidecar.sandbox.apiserver import ApiServer
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import MIB, ServerConfig
+from tests.realcluster.launcher import ClusterError, RealCluster, ensure_built
 
 logs.configure("json", "warning")
 
@@ -29,6 +39,26 @@ def server() -> Iterator[ServerThread]:
 
 
 @pytest.fixture
+def api() -> Iterator[ApiServer]:
+    """An empty sandbox API server on loopback (a folder's conftest may load a cluster into it)."""
+    with ApiServer(history=50, bookmark_every=0.2) as s:
+        yield s
+
+
+@pytest.fixture
+def kubeconfig(api: ApiServer, tmp_path: Path) -> Path:
+    return api.kubeconfig(tmp_path / "kubeconfig")
+
+
+@pytest.fixture
+def k8s(kubeconfig: Path) -> Iterator[client.ApiClient]:
+    """The official client on ``api``."""
+    c = config.new_client_from_config(str(kubeconfig))
+    yield c
+    c.close()
+
+
+@pytest.fixture
 def make_server() -> Iterator[object]:
     started: list[ServerThread] = []
 
@@ -47,3 +77,24 @@ def _quiet_logs() -> Iterator[None]:
     """CLI tests reconfigure logging; put the suite's level back afterwards."""
     yield
     logs.configure("json", "warning")
+
+
+@pytest.fixture(scope="module")
+def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
+    """The real control plane (tests/realcluster), built once and started fresh for each test module
+    (a module's scenarios assume the cluster holds only what they create), stopped after it. Without
+    Go the real-cluster tests skip saying why — except under CI (``CI`` set), where a cluster that
+    cannot be built or started fails the run: CI must never pass without having run them."""
+    try:
+        if shutil.which("go") is None:
+            raise ClusterError("go not found: the real control plane is built from Go modules (Go >= 1.26)")
+        bin_dir = ensure_built()
+        cluster = RealCluster(tmp_path_factory.mktemp("real-cluster"), bin_dir=bin_dir).up()
+    except ClusterError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"the real control plane is not available: {exc}")
+    try:
+        yield cluster
+    finally:
+        cluster.down()

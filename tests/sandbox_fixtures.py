@@ -1,4 +1,5 @@
-"""Shared fixtures for the API server emulator tests: a real server per test, the official client on it."""
+"""Helpers for tests against the API server emulator (the fixtures ``api``, ``kubeconfig`` and ``k8s`` are
+the suite's, tests/conftest.py): objects to create, ``sandbox serve`` as a process, waiting, kubectl."""
 
 from __future__ import annotations
 
@@ -12,29 +13,6 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
-
-import pytest
-from kubernetes import client, config
-
-from sidecar.sandbox.apiserver import ApiServer
-
-
-@pytest.fixture
-def server() -> Iterator[ApiServer]:
-    with ApiServer(history=50, bookmark_every=0.2) as s:
-        yield s
-
-
-@pytest.fixture
-def kubeconfig(server: ApiServer, tmp_path: Path) -> Path:
-    return server.kubeconfig(tmp_path / "kubeconfig")
-
-
-@pytest.fixture
-def k8s(kubeconfig: Path) -> Iterator[client.ApiClient]:
-    api = config.new_client_from_config(str(kubeconfig))
-    yield api
-    api.close()
 
 
 def pod(

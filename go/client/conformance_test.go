@@ -14,7 +14,7 @@ import (
 	"volcano.sh/repack/client"
 )
 
-// conformanceCase is one entry of cases.json, written by tests/test_go_conformance.py.
+// conformanceCase is one entry of cases.json, written by tests/mirror/test_go_conformance.py.
 type conformanceCase struct {
 	Name     string `json:"name"`
 	Snapshot string `json:"snapshot"`
@@ -30,7 +30,7 @@ type conformanceCase struct {
 func TestConformance(t *testing.T) {
 	dir, target := os.Getenv("REPACK_CONFORMANCE_DIR"), os.Getenv("REPACK_CONFORMANCE_TARGET")
 	if dir == "" || target == "" {
-		t.Skip("REPACK_CONFORMANCE_DIR and REPACK_CONFORMANCE_TARGET unset (tests/test_go_conformance.py sets them)")
+		t.Skip("REPACK_CONFORMANCE_DIR and REPACK_CONFORMANCE_TARGET unset (tests/mirror/test_go_conformance.py sets them)")
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "cases.json"))
 	if err != nil {

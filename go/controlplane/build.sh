@@ -108,7 +108,7 @@ build volcano "-s -w -X $vv.Version=$volcano -X $vv.GitSHA=module-proxy -X $vv.B
     vc-controller-manager=volcano.sh/volcano/cmd/controller-manager
 
 # vc-scheduler with the repack plugin compiled in (go/plugin), the fidelity oracle and the test
-# binaries of the plugin and the oracle (tests/test_go_plugin.py runs them); the Volcano version and ldflags are the stock scheduler's
+# binaries of the plugin and the oracle (tests/go/test_go_plugin.py runs them); the Volcano version and ldflags are the stock scheduler's
 build plugin "-s -w -X $vv.Version=$volcano -X $vv.GitSHA=module-proxy+repack -X $vv.Built=1970-01-01" \
     vc-scheduler-repack=./cmd/vc-scheduler \
     volcano-oracle=./cmd/volcano-oracle \

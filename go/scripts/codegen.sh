@@ -4,7 +4,7 @@
 # names (built into go/.tools, git-ignored), protoc from grpcio-tools (the test extra pins it).
 #   go/scripts/codegen.sh [OUT_ROOT]   (default: the go/ folder itself; PYTHON: the interpreter
 #                                      with grpcio-tools, default python3)
-# tests/test_go_codegen_drift.py runs it into a temporary directory and compares byte for byte.
+# tests/go/test_go_codegen_drift.py runs it into a temporary directory and compares byte for byte.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$here}

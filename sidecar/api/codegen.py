@@ -1,7 +1,7 @@
 """Regenerate the committed protobuf/gRPC modules from proto/.
 
 The generated code is committed so the package installs without grpcio-tools;
-tests/test_codegen_drift.py fails when it no longer matches the .proto files.
+tests/project/test_codegen_drift.py fails when it no longer matches the .proto files.
 protoc names imports after the proto package (``volcano.repack.v1alpha1``), which
 is not an importable Python package here, so imports are rewritten to
 ``sidecar.api.v1alpha1``.

@@ -24,7 +24,7 @@ Split like the Kubernetes scheduler plugins, so each rule can be read next to it
 """
 
 #: The release the mirror follows: the one go/plugin (and so ``volcano-oracle``) and the real
-#: control plane build, whose go.mod files pin it; tests/test_fidelity_target.py keeps the
+#: control plane build, whose go.mod files pin it; tests/mirror/test_fidelity_target.py keeps the
 #: go.mod files, these names and README's "Fidelity target" line in step.
 VOLCANO_RELEASE = "v1.14.1"
 KUBERNETES_RELEASE = "v1.34.1"

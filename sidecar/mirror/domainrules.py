@@ -13,7 +13,7 @@ the pods of some set placed there:
 So both are one rule, "count + self - min > maxSkew fails", with anti-affinity as maxSkew 0 and a
 minimum of 0. Pod affinity and host ports are not counts of this kind: a pod with either has no
 rules (None) and is planned with the Filter itself. The Filter stays the reference; the planner's
-kernel is checked against it on real states (tests/test_search.py).
+kernel is checked against it on real states (tests/repack/test_search.py).
 """
 
 from __future__ import annotations

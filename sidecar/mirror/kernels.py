@@ -1,7 +1,7 @@
 """Hot loops of the mirror core: Cython kernels (ext/feasibility.pyx) and their Python twins.
 
 The twins below are the specification: plain loops that say exactly what is computed. The
-kernels must return identical results (tests/test_mirror_kernels.py, hypothesis).
+kernels must return identical results (tests/mirror/test_mirror_kernels.py, hypothesis).
 :mod:`sidecar.dispatch` picks the implementation for every kernel at once.
 """
 

@@ -7,7 +7,7 @@ the neighbours sharing its PodGroups get new costs -- and the spans almost never
 rounds at openb size, 97 of 1,934 at 10k nodes). So :class:`RoundScores` keeps, per dimension, a
 count of each value in play (its min and max follow from them), and re-scores only the changed
 candidates while the spans hold, all of them when one moves. Every round's array is bit-identical
-to round_scores over the same candidates (tests/test_ranking.py replays random rounds).
+to round_scores over the same candidates (tests/repack/test_ranking.py replays random rounds).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ forbids emptying them, already receiving) first (rule 2); then nodes costlier to
 far and the candidate being emptied, kept current by the candidate table; 0 for every other node);
 then the least goal capacity left after the move (rule 4); then node name (``rank``).
 
-Three forms of the key, which must agree (tests/test_receivers.py): :func:`best_receiver_twin`,
+Three forms of the key, which must agree (tests/repack/test_receivers.py): :func:`best_receiver_twin`,
 the loop that specifies the first choice; :func:`order`, the numpy order the planner walks; and
 the Cython kernel ``ext/receivers.pyx`` behind :func:`best_receiver`, which finds the first
 choice of a pod with node-level constraints only in one pass over the nodes.

@@ -18,7 +18,7 @@ Two forms of the one search:
   to a planning loop for every candidate whose pods are all such pods (pod affinity and host
   ports are not).
 
-tests/test_search.py checks the kernel against the twin on random inputs, the twin against
+tests/repack/test_search.py checks the kernel against the twin on random inputs, the twin against
 :class:`Search` on the same Simulation, and whole plans with and without the kernel.
 """
 

@@ -1,47 +1,21 @@
-"""pytest fixtures on the real control plane (import them into a test module by name).
-
-``real_cluster`` (session): the components built and started once per test session. Without Go the
-real-cluster tests skip saying why — except under CI (``CI`` set), where a cluster that cannot be
-built or started fails the run: CI must never pass without having run them.
-"""
+"""Helpers for tests on the real control plane (the ``real_cluster`` fixture is the suite's,
+tests/conftest.py): the watcher as a process, jsonpath reads, waiting."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.realcluster.launcher import ClusterError, RealCluster, ensure_built
+from tests.realcluster.launcher import RealCluster
 from tests.sandbox_fixtures import wait_for
 
-__all__ = ["real_cluster", "wait_for"]
+__all__ = ["wait_for"]
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
-    try:
-        if shutil.which("go") is None:
-            raise ClusterError("go not found: the real control plane is built from Go modules (Go >= 1.26)")
-        bin_dir = ensure_built()
-        cluster = RealCluster(tmp_path_factory.mktemp("real-cluster"), bin_dir=bin_dir).up()
-    except ClusterError as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"the real control plane is not available: {exc}")
-    try:
-        yield cluster
-    finally:
-        cluster.down()
 
 
 class Watcher:

@@ -1,7 +1,7 @@
 // Package fidelity answers, with Volcano's own compiled code, what the sidecar's mirror answers:
 // for a cluster (Kubernetes objects) and one pending pod, which nodes Volcano's allocate action
 // would accept, why it refuses the others (reasons and status code), and how it scores the
-// feasible ones. bench/fidelity.py (and tests/test_fidelity_differential.py through it) compares
+// feasible ones. bench/fidelity.py (and tests/mirror/test_fidelity_differential.py through it) compares
 // the mirror with it.
 //
 // The session is built the way Volcano's plugin tests build theirs (a mock scheduler cache fed

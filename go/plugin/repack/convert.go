@@ -22,7 +22,7 @@ import (
 // The session is read the way the sidecar's decoder of Volcano's extender JSON reads it
 // (sidecar/snapshot/volcano.py, with the Kubernetes rules of sidecar/snapshot/kube.py); the Go
 // test TestConversionMatchesTheExtenderDecoder writes both forms of the same session and
-// tests/test_go_plugin.py checks they decode to the same cluster. Quantities are Volcano's own
+// tests/go/test_go_plugin.py checks they decode to the same cluster. Quantities are Volcano's own
 // (NodeInfo.Allocatable, TaskInfo.InitResreq): the contract's units are Volcano's.
 
 const (

@@ -494,7 +494,7 @@ func itoa(i int) string {
 
 // TestConversionMatchesTheExtenderDecoder writes one session in both forms the sidecar
 // receives: the JSON Volcano's extender plugin marshals (extender.OnSessionOpenRequest) and the
-// plugin's Snapshot. tests/test_go_plugin.py runs it with REPACK_PLUGIN_FIXTURES set and checks
+// plugin's Snapshot. tests/go/test_go_plugin.py runs it with REPACK_PLUGIN_FIXTURES set and checks
 // the sidecar's decoder of the JSON reads the same cluster as the Snapshot.
 func TestConversionMatchesTheExtenderDecoder(t *testing.T) {
 	test := cluster()
@@ -516,7 +516,7 @@ func TestConversionMatchesTheExtenderDecoder(t *testing.T) {
 	}
 	dir := os.Getenv("REPACK_PLUGIN_FIXTURES")
 	if dir == "" {
-		t.Skip("REPACK_PLUGIN_FIXTURES not set: tests/test_go_plugin.py sets it and compares")
+		t.Skip("REPACK_PLUGIN_FIXTURES not set: tests/go/test_go_plugin.py sets it and compares")
 	}
 	for name, data := range map[string][]byte{"session.json": body, "snapshot.pb": snap} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {

@@ -13,7 +13,7 @@ done by ``cycle``, so a delete returns before its rebuild as with a real control
 ``gates``: scheduling gates every rebuilt pod is created with — a stand-in for the placement
 gate's webhook in the tests that drive the control plane step by step without a watcher process
 (``tests/execute_fixtures.py``). The shipped path is the webhook itself, which the API server's
-admission chain calls over HTTPS (``apiserver/admission.py``); tests/test_watcher_gates.py checks
+admission chain calls over HTTPS (``apiserver/admission.py``); tests/watcher/test_watcher_gates.py checks
 that both create the guide's rebuilt pods alike and lead to the same run.
 """
 

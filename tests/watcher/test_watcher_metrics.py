@@ -1,0 +1,120 @@
+"""``watch --metrics-port``: Prometheus text, /healthz and /readyz by real GETs while a real watcher
+drives the guide's Execute run on the sandbox; and its log lines name the run and the pod."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from prometheus_client import REGISTRY
+
+from sidecar import logs
+from sidecar.cli import build_parser
+from sidecar.errors import InputError
+from sidecar.watcher import metrics
+from sidecar.watcher import observer as observe
+from sidecar.watcher.args import WatchOptions, watch_options
+from sidecar.watcher.cluster import ClusterCache
+from sidecar.watcher.placement import PLACEMENT_GATE
+from sidecar.watcher.runner import watch
+from tests.execute_fixtures import WORKER0, sandbox
+from tests.execute_fixtures import execute_run as execute_body
+from tests.http_fixtures import get
+
+NAME = "metrics-execute-001"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def value(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def wait_for(cond, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_watch_serves_metrics_and_probes_while_executing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    logs.configure("json", "info")
+    port = free_port()
+    evicted = value("repack_evictions_total", result="evicted")
+    nominated = value("repack_nominations_total", result="nominated")
+    finished = value("repack_runs_total", mode="Execute", outcome="ExecutionCompleted")
+    with sandbox(tmp_path, threads=True, gates=(PLACEMENT_GATE,)) as box:
+        options = WatchOptions(
+            kubeconfig=str(tmp_path / "kubeconfig"), period=0.2, leader_elect=False,
+            metrics_port=port, metrics_host="127.0.0.1",
+        )  # fmt: skip
+        stop = threading.Event()
+        thread = threading.Thread(target=watch, args=(options, None), kwargs={"stop": stop}, daemon=True)
+        thread.start()
+        try:
+            wait_for(lambda: get(port, "/readyz") == (200, "ok\n"), 30)
+            assert get(port, "/healthz") == (200, "ok\n")
+            box.create_run(execute_body(NAME, grace=0))
+            wait_for(lambda: (box.run(NAME).get("status") or {}).get("phase") in ("Succeeded", "Failed"))
+            assert box.run(NAME)["status"]["phase"] == "Succeeded"
+            status, text = get(port, "/metrics")
+            assert status == 200
+            assert value("repack_evictions_total", result="evicted") - evicted == 2
+            assert value("repack_nominations_total", result="nominated") - nominated == 2
+            wait_for(lambda: value("repack_runs_total", mode="Execute", outcome="ExecutionCompleted") > finished, 10)
+            assert value("repack_leader") == 1
+            assert value("repack_reconcile_seconds_count", reconciler="execute") >= 2
+            assert 'repack_runs_by_phase{mode="Execute",phase="Succeeded"} 1.0' in get(port, "/metrics")[1]
+            assert value("repack_informer_lists_total", kind="pods") >= 1
+            assert "repack_informer_watch_expired_total" in text
+            assert get(port, "/nowhere")[0] == 404
+        finally:
+            stop.set()
+            thread.join(60)
+    assert not thread.is_alive()
+    assert type(observe.current()) is observe.WatcherObserver  # the Prometheus observer left with the port
+    lines = [json.loads(x) for x in capsys.readouterr().err.splitlines() if x.startswith("{")]
+    evictions = [x for x in lines if x.get("event") == "pod eviction"]
+    assert {(x["run"], x["pod"], x["result"]) for x in evictions} >= {(NAME, f"repack-demo/{WORKER0}", "evicted")}
+    assert all(x.get("run") == NAME for x in lines if x.get("event") in ("pod nomination", "repackrun status"))
+    assert any(x.get("event") == "repackrun finished" and x.get("outcome") == "ExecutionCompleted" for x in lines)
+
+
+def test_probes_fail_when_informers_are_not_running(tmp_path: Path) -> None:
+    from kubernetes import client
+
+    cache = ClusterCache(client.ApiClient())  # never started, never synced
+    checks = metrics.health_checks(cache, lambda: True)
+    ok, why = checks["/healthz"]()
+    assert not ok and why.startswith("informers not running: ")
+    ok, why = checks["/readyz"]()
+    assert not ok and why.startswith("caches not synced: ")
+
+
+def test_relocation_phase_is_the_eviction_then_the_placement() -> None:
+    from sidecar.watcher.journal import Eviction, Placement, Relocation
+
+    assert metrics.relocation_phase(Relocation(eviction=Eviction("Pending"))) == "Pending"
+    rel = Relocation(eviction=Eviction("Evicted"), placement=Placement(phase="Nominated"))
+    assert metrics.relocation_phase(rel) == "Nominated"
+    gone = Relocation(eviction=Eviction("Evicted", message="already gone (404)"))
+    assert observe.eviction_result(gone) == "already_gone"
+    assert observe.eviction_result(Relocation(eviction=Eviction("Blocked"))) == "blocked"
+
+
+def test_metrics_flags() -> None:
+    parser = build_parser()
+    ns = parser.parse_args(["watch", "--in-process", "--metrics-port", "9465", "--metrics-host", "127.0.0.1"])
+    options = watch_options(ns)
+    assert (options.metrics_port, options.metrics_host) == (9465, "127.0.0.1")
+    assert watch_options(parser.parse_args(["watch", "--in-process"])).metrics_port == -1
+    with pytest.raises(InputError, match="--metrics-port"):
+        watch_options(parser.parse_args(["watch", "--in-process", "--metrics-port", "70000"]))
