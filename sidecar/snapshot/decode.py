@@ -17,18 +17,16 @@ import numpy as np
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
+from sidecar.snapshot import tasks
 from sidecar.snapshot.dangling import dangling_warnings, producer_warnings
 from sidecar.snapshot.ledger import build_ledger
-from sidecar.snapshot.state import ClusterState, nonzero_fallback
-from sidecar.snapshot.taskstatus import VALID as VALID_STATUS
+from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import BASE_RESOURCES, MAX_QUANTITY, PODS
 from sidecar.snapshot.validation import (
-    check_quantities,
     check_totals,
     column_count,
     quantity,
     validate_pdbs,
-    validate_profile,
 )
 
 _TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
@@ -135,224 +133,26 @@ def _decode_pod_groups(snap: pb.Snapshot) -> dict[tuple[str, str], int]:
     return index
 
 
-class _Interner:
-    def __init__(self) -> None:
-        self.values: list[str] = []
-        self.index: dict[str, int] = {}
-
-    def get(self, value: str) -> int:
-        i = self.index.get(value)
-        if i is None:
-            i = self.index[value] = len(self.values)
-            self.values.append(value)
-        return i
-
-
-def _check_index(path: str, column: np.ndarray, size: int, what: str) -> None:
-    bad = np.flatnonzero((column < -1) | (column >= size))
-    if bad.size:
-        i = int(bad[0])
-        raise InputError(f"{path}[{i}]", f"unknown {what} index {int(column[i])} ({size} {what}s in the snapshot)")
-
-
-def _task_path(i: int, n_col: int, fname: str) -> str:
-    return f"task_columns.{fname}[{i}]" if i < n_col else f"tasks[{i - n_col}].{fname}"
-
-
-def _raise_duplicate_uid(uid: list[str], n_col: int) -> None:
-    seen: set[str] = set()
-    for i, u in enumerate(uid):
-        if not u:
-            raise InputError(_task_path(i, n_col, "uid"), "missing")
-        if u in seen:
-            raise InputError(_task_path(i, n_col, "uid"), f'duplicate task uid "{u}"')
-        seen.add(u)
-
-
-def _raise_duplicate_name(t_ns: np.ndarray, name: list[str], namespaces: list[str], n_col: int) -> None:
-    seen: set[tuple[int, str]] = set()
-    for i, key in enumerate(zip(t_ns.tolist(), name, strict=True)):
-        if key in seen:
-            raise InputError(_task_path(i, n_col, "name"), f'duplicate pod "{namespaces[key[0]]}/{key[1]}"')
-        seen.add(key)
-
-
-def _decode_nonzero(snap: pb.Snapshot, cpu: np.ndarray, memory: np.ndarray, n_col: int) -> np.ndarray:
-    """Task.nonzero_requests / task_columns.nonzero_{cpu,memory}; absent -> nonzero_fallback."""
-    out = nonzero_fallback(cpu, memory)
-    cols = snap.task_columns
-    if len(cols.nonzero_cpu) or len(cols.nonzero_memory):
-        for j, fname in enumerate(("nonzero_cpu", "nonzero_memory")):
-            values = np.array(getattr(cols, fname), np.float64)
-            check_quantities(f"task_columns.{fname}", values)
-            out[:n_col, j] = values
-    for k, task in enumerate(snap.tasks):
-        if task.HasField("nonzero_requests"):
-            nz = task.nonzero_requests
-            out[n_col + k, 0] = quantity(f"tasks[{k}].nonzero_requests.cpu", nz.cpu)
-            out[n_col + k, 1] = quantity(f"tasks[{k}].nonzero_requests.memory", nz.memory)
-    return out
-
-
 def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
     """Validate ``snap`` and convert it to columns. Raises InputError on bad input."""
     node_names, node_index, node_alloc = _decode_nodes(snap, limits)
     resources = _resource_axis(snap, node_alloc, limits.max_resources)
     res_index = {r: i for i, r in enumerate(resources)}
-    n_res = len(resources)
     alloc = _alloc_matrix(node_alloc, res_index)
     pg_index = _decode_pod_groups(snap)
     validate_pdbs(snap.pdbs)
-
-    ns = _Interner()
-    ns_labels: list[dict[str, str]] = []
-    for i, namespace in enumerate(snap.namespaces):
-        if not namespace.name:
-            raise InputError(f"namespaces[{i}].name", "missing")
-        if namespace.name in ns.index:
-            raise InputError(f"namespaces[{i}].name", f'duplicate namespace "{namespace.name}"')
-        ns.get(namespace.name)
-        ns_labels.append(dict(namespace.labels))
-
-    cols = snap.task_columns
-    n_col = column_count(cols)
-    n_row = len(snap.tasks)
-    n_tasks = n_col + n_row
-    if n_tasks > limits.max_tasks:
-        raise InputError("tasks", f"{n_tasks} tasks exceed the limit of {limits.max_tasks}")
-    if n_tasks * n_res > limits.max_task_cells:
-        raise InputError(
-            "tasks",
-            f"{n_tasks} tasks x {n_res} resource names = {n_tasks * n_res} request cells exceed the limit of "
-            f"{limits.max_task_cells} (name fewer resources or send fewer tasks)",
-        )
-
-    profiles: list[pb.TaskProfile] = list(snap.profiles)
-    uid = list(cols.uid)
-    name = list(cols.name)
-    role = list(cols.role) if len(cols.role) else [""] * n_col
-    t_ns = np.empty(n_tasks, np.int32)
-    t_node = np.empty(n_tasks, np.int32)
-    t_status = np.empty(n_tasks, np.int32)
-    t_pg = np.empty(n_tasks, np.int32)
-    t_prio = np.empty(n_tasks, np.int32)
-    t_prof = np.empty(n_tasks, np.int32)
-    t_req = np.zeros((n_tasks, n_res))
-
-    if n_col:
-        t_ns[:n_col] = cols.namespace
-        t_node[:n_col] = cols.node
-        t_status[:n_col] = cols.status
-        t_pg[:n_col] = cols.pod_group
-        t_prio[:n_col] = cols.priority
-        t_prof[:n_col] = cols.profile
-        _check_index("task_columns.node", t_node[:n_col], len(node_names), "node")
-        _check_index("task_columns.pod_group", t_pg[:n_col], len(snap.pod_groups), "pod_group")
-        _check_index("task_columns.profile", t_prof[:n_col], len(profiles), "profile")
-        for k in np.unique(t_prof[:n_col]).tolist():
-            if k >= 0:
-                validate_profile(profiles[k], f"profiles[{k}]")
-        ns_col = t_ns[:n_col]
-        bad = np.flatnonzero((ns_col < 0) | (ns_col >= len(ns.values)))
-        if bad.size:
-            i = int(bad[0])
-            raise InputError(
-                f"task_columns.namespace[{i}]",
-                f"unknown namespace index {int(ns_col[i])} ({len(ns.values)} namespaces)",
-            )
-        bad = np.flatnonzero(~np.isin(t_status[:n_col], list(VALID_STATUS)))
-        if bad.size:
-            i = int(bad[0])
-            raise InputError(f"task_columns.status[{i}]", f"invalid task status {int(t_status[i])}")
-        if t_prof[:n_col].min(initial=0) < 0:
-            i = int(np.flatnonzero(t_prof[:n_col] < 0)[0])
-            raise InputError(f"task_columns.profile[{i}]", "missing (every task needs a profile index)")
-        seen_res: set[str] = set()
-        for j, column in enumerate(cols.requests):
-            if not column.resource:
-                raise InputError(f"task_columns.requests[{j}].resource", "missing")
-            if column.resource in seen_res:
-                raise InputError(f"task_columns.requests[{j}].resource", f'duplicate column "{column.resource}"')
-            seen_res.add(column.resource)
-            values = np.array(column.values, np.float64)
-            check_quantities(f"task_columns.requests[{j}].values", values)
-            t_req[:n_col, res_index[column.resource]] = values
-
-    profile_index: dict[bytes, int] = {}
-    ghost_nodes: list[tuple[int, str]] = []  # (row task, the node it names)
-    missing_groups: dict[int, str] = {}  # task -> "namespace/name" of its missing PodGroup
-    for k, task in enumerate(snap.tasks):
-        i = n_col + k
-        path = f"tasks[{k}]"
-        if not task.name:
-            raise InputError(f"{path}.name", "missing")
-        if not task.namespace:
-            raise InputError(f"{path}.namespace", "missing")
-        if task.status not in VALID_STATUS:
-            raise InputError(f"{path}.status", "missing" if task.status == 0 else f"invalid status {task.status}")
-        uid.append(task.uid or f"{task.namespace}/{task.name}")
-        name.append(task.name)
-        role.append(task.role)
-        t_ns[i] = ns.get(task.namespace)
-        if len(ns_labels) < len(ns.values):
-            ns_labels.append({})
-        if task.node:
-            node_i = node_index.get(task.node)
-            if node_i is None:
-                ghost_nodes.append((k, task.node))
-                node_i = -1
-            t_node[i] = node_i
-        else:
-            t_node[i] = -1
-        if task.pod_group:
-            pg_i = pg_index.get((task.namespace, task.pod_group))
-            if pg_i is None:
-                missing_groups[i] = f"{task.namespace}/{task.pod_group}"
-                pg_i = -1
-            t_pg[i] = pg_i
-        else:
-            t_pg[i] = -1
-        t_status[i] = task.status
-        t_prio[i] = task.priority
-        for res, value in task.requests.items():
-            t_req[i, res_index[res]] = quantity(f'{path}.requests["{res}"]', value)
-        key = task.profile.SerializeToString(deterministic=True)
-        prof_i = profile_index.get(key)
-        if prof_i is None:
-            validate_profile(task.profile, f"{path}.profile")
-            prof_i = profile_index[key] = len(profiles)
-            profiles.append(task.profile)
-        t_prof[i] = prof_i
-
-    t_req[:, res_index[PODS]] = 1.0  # Volcano: every task requests one pod slot.
-    column_of = {c.resource: j for j, c in enumerate(cols.requests)}
-
-    def request_path(i: int, res: str) -> str:
-        if i < n_col:
-            return f"task_columns.requests[{column_of[res]}].values[{i}]"
-        return f'tasks[{i - n_col}].requests["{res}"]'
-
-    check_totals(request_path, t_req, resources, "request")
-    t_nonzero = _decode_nonzero(snap, t_req[:, 0], t_req[:, 1], n_col)
-    check_totals(
-        lambda i, r: f"task_columns.nonzero_{r}[{i}]" if i < n_col else f"tasks[{i - n_col}].nonzero_requests.{r}",
-        t_nonzero,
-        ("cpu", "memory"),
-        "non-zero request",
-    )
-
-    if n_col and not all(uid[:n_col]):
-        raise InputError(f"task_columns.uid[{uid.index('')}]", "missing")
-    if len(set(uid)) != n_tasks:
-        _raise_duplicate_uid(uid, n_col)
-    if len(set(name)) != n_tasks and len(set(zip(t_ns.tolist(), name, strict=True))) != n_tasks:
-        _raise_duplicate_name(t_ns, name, ns.values, n_col)
-    if n_col and not all(name[:n_col]):
-        raise InputError(f"task_columns.name[{name.index('')}]", "missing")
-
-    ledger = build_ledger(t_node, t_status, t_req, alloc, resources)
+    ns, ns_labels = tasks.decode_namespaces(snap)
+    n_tasks = column_count(snap.task_columns) + len(snap.tasks)
+    tasks.check_size(n_tasks, len(resources), limits.max_tasks, limits.max_task_cells)
+    t = tasks.TaskArrays.allocate(snap, n_tasks, len(resources))
+    if t.n_col:
+        tasks.fill_columns(t, snap, ns, len(node_names), res_index)
+    tasks.fill_rows(t, snap, ns, ns_labels, node_index, pg_index, res_index)
+    nonzero = tasks.check_requests(t, snap, resources, res_index)
+    tasks.check_identities(t, ns.values)
+    ledger = build_ledger(t.node, t.status, t.req, alloc, resources)
     warnings = producer_warnings(snap.warnings) + dangling_warnings(
-        t_node, t_status, n_col, ghost_nodes, missing_groups, lambda i: f"{ns.values[t_ns[i]]}/{name[i]}"
+        t.node, t.status, t.n_col, t.ghost_nodes, t.missing_groups, lambda i: f"{ns.values[t.ns[i]]}/{t.name[i]}"
     )
     return ClusterState(
         name=snap.name,
@@ -361,18 +161,18 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
         node_alloc=alloc,
         node_unschedulable=np.fromiter((n.unschedulable for n in snap.nodes), bool, count=len(node_names)),
         nodes=list(snap.nodes),
-        task_uid=uid,
-        task_name=name,
-        task_namespace=t_ns,
-        task_node=t_node,
-        task_status=t_status,
-        task_pod_group=t_pg,
-        task_priority=t_prio,
-        task_profile=t_prof,
-        task_req=t_req,
-        task_nonzero=t_nonzero,
-        task_role=role,
-        profiles=profiles,
+        task_uid=t.uid,
+        task_name=t.name,
+        task_namespace=t.ns,
+        task_node=t.node,
+        task_status=t.status,
+        task_pod_group=t.pod_group,
+        task_priority=t.priority,
+        task_profile=t.profile,
+        task_req=t.req,
+        task_nonzero=nonzero,
+        task_role=t.role,
+        profiles=t.profiles,
         namespaces=ns.values,
         namespace_labels=ns_labels,
         pod_groups=list(snap.pod_groups),
@@ -382,5 +182,5 @@ def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
         _node_index=node_index,
         _resource_index=res_index,
         warnings=tuple(warnings),
-        missing_groups=missing_groups,
+        missing_groups=t.missing_groups,
     )
