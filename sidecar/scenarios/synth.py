@@ -54,44 +54,45 @@ def synth(opts: SynthOptions) -> pb.Snapshot:
     """A columnar snapshot; the same options always give the same bytes."""
     if opts.nodes <= 0 or opts.cards_per_node <= 0 or not 0.0 <= opts.fill <= 1.0:
         raise ValueError("nodes and cards_per_node must be positive and fill within [0, 1]")
-    rng = np.random.default_rng(opts.seed)
-    snap = pb.Snapshot(name=opts.name or f"synth-n{opts.nodes}-c{opts.cards_per_node}-f{opts.fill}-s{opts.seed}")
-    unit = SCALAR_FACTOR
-    n_pools = max(1, min(opts.pools, opts.nodes))
-    pool_of = np.sort(rng.integers(0, n_pools, opts.nodes)) if n_pools > 1 else np.zeros(opts.nodes, int)
-    pool_names = [f"pool-{chr(ord('a') + p)}" for p in range(n_pools)]
-    models = ["A100", "H100", "L40S", "V100"]
-    inference_pool = n_pools - 1 if n_pools > 1 else -1
-    width = max(4, len(str(opts.nodes - 1)))
-    for i in range(opts.nodes):
-        p = int(pool_of[i])
-        node = snap.nodes.add(name=f"gpu-node-{i:0{width}d}")
-        node.labels.update(
-            {
-                "kubernetes.io/hostname": node.name,
-                "accelerator-pool": pool_names[p],
-                "gpu-model": models[p % len(models)],
-                "topology.kubernetes.io/zone": f"zone-{i % 3}",
-            }
-        )
-        node.allocatable.update(
-            {"cpu": 96_000.0, "memory": 768.0 * GIB, "pods": 110.0, opts.resource: opts.cards_per_node * unit}
-        )
-        if p == inference_pool:
-            node.taints.add(key="dedicated", value="inference", effect="NoSchedule")
-        if rng.random() < 0.01:
-            node.unschedulable = True
+    return _Synth(opts).build()
 
-    snap.namespaces.add(name="kube-system", labels={"kubernetes.io/metadata.name": "kube-system"})
-    snap.namespaces.add(name="training", labels={"kubernetes.io/metadata.name": "training", "team": "research"})
-    snap.namespaces.add(name="inference", labels={"kubernetes.io/metadata.name": "inference", "team": "serving"})
-    snap.namespaces.add(name="batch", labels={"kubernetes.io/metadata.name": "batch"})
-    ns_kube, ns_train, ns_inf, ns_batch = 0, 1, 2, 3
 
-    table = TaskTable(snap, ["cpu", "memory", opts.resource])
-    profile_index = table.profile
+_MODELS = ("A100", "H100", "L40S", "V100")
+_NAMESPACES: tuple[tuple[str, dict[str, str]], ...] = (
+    ("kube-system", {}),
+    ("training", {"team": "research"}),
+    ("inference", {"team": "serving"}),
+    ("batch", {}),
+)
+_NS_KUBE, _NS_TRAIN, _NS_INF, _NS_BATCH = range(4)
 
-    def add_task(
+
+class _Synth:
+    """One generated cluster, built in the steps :meth:`build` lists; every random draw comes from
+    one generator in a fixed order, so the bytes depend on the options only."""
+
+    def __init__(self, opts: SynthOptions) -> None:
+        self.opts = opts
+        self.rng = np.random.default_rng(opts.seed)
+        name = opts.name or f"synth-n{opts.nodes}-c{opts.cards_per_node}-f{opts.fill}-s{opts.seed}"
+        self.snap = pb.Snapshot(name=name)
+        self.n_pools = max(1, min(opts.pools, opts.nodes))
+        self.pool_names = [f"pool-{chr(ord('a') + p)}" for p in range(self.n_pools)]
+        self.inference_pool = self.n_pools - 1 if self.n_pools > 1 else -1
+        self.pool_of = np.zeros(opts.nodes, int)
+        self.table: TaskTable | None = None
+
+    def build(self) -> pb.Snapshot:
+        self._nodes()
+        self._namespaces()
+        self.table = TaskTable(self.snap, ["cpu", "memory", self.opts.resource])
+        self._daemonsets()
+        self._workloads()
+        self._cpu_pods()
+        return self.table.finish()
+
+    def _add_task(
+        self,
         name: str,
         ns: int,
         node: int,
@@ -103,8 +104,9 @@ def synth(opts: SynthOptions) -> pb.Snapshot:
         cards: float,
         role: str = "",
     ) -> None:
-        table.add(
-            f"uid-{len(snap.task_columns.uid):08d}",
+        assert self.table is not None
+        self.table.add(
+            f"uid-{len(self.snap.task_columns.uid):08d}",
             name,
             namespace=ns,
             node=node,
@@ -115,45 +117,90 @@ def synth(opts: SynthOptions) -> pb.Snapshot:
             role=role,
         )
 
-    # Node-local system pods: never movable, never blocking.
-    for d in range(opts.daemonsets):
-        prof = profile_index(
-            pb.TaskProfile(
-                labels={"app": f"ds-{d}"},
-                scheduler_name="default-scheduler",
-                owner_kind="DaemonSet",
-                tolerations=[pb.Toleration(operator="Exists")],
-            )
-        )
+    def _nodes(self) -> None:
+        """Identical nodes per pool (sorted into pools), the inference pool tainted, 1% cordoned."""
+        opts, rng = self.opts, self.rng
+        if self.n_pools > 1:
+            self.pool_of = np.sort(rng.integers(0, self.n_pools, opts.nodes))
+        width = max(4, len(str(opts.nodes - 1)))
         for i in range(opts.nodes):
-            add_task(f"ds-{d}-{i}", ns_kube, i, RUNNING, -1, prof, 100.0, 0.2 * GIB, 0.0)
+            p = int(self.pool_of[i])
+            node = self.snap.nodes.add(name=f"gpu-node-{i:0{width}d}")
+            node.labels.update(
+                {
+                    "kubernetes.io/hostname": node.name,
+                    "accelerator-pool": self.pool_names[p],
+                    "gpu-model": _MODELS[p % len(_MODELS)],
+                    "topology.kubernetes.io/zone": f"zone-{i % 3}",
+                }
+            )
+            node.allocatable.update(
+                {
+                    "cpu": 96_000.0,
+                    "memory": 768.0 * GIB,
+                    "pods": 110.0,
+                    opts.resource: opts.cards_per_node * SCALAR_FACTOR,
+                }
+            )
+            if p == self.inference_pool:
+                node.taints.add(key="dedicated", value="inference", effect="NoSchedule")
+            if rng.random() < 0.01:
+                node.unschedulable = True
 
-    free = np.full(opts.nodes, opts.cards_per_node, dtype=np.int64)
-    schedulable = np.array([not n.unschedulable for n in snap.nodes])
-    target_cards = round(opts.fill * opts.cards_per_node * int(schedulable.sum()))
-    placed_cards = 0
-    job = 0
-    misses = 0
-    while placed_cards < target_cards and misses < 50:
+    def _namespaces(self) -> None:
+        for name, labels in _NAMESPACES:
+            self.snap.namespaces.add(name=name, labels={"kubernetes.io/metadata.name": name, **labels})
+
+    def _daemonsets(self) -> None:
+        """Node-local system pods: never movable, never blocking."""
+        assert self.table is not None
+        for d in range(self.opts.daemonsets):
+            prof = self.table.profile(
+                pb.TaskProfile(
+                    labels={"app": f"ds-{d}"},
+                    scheduler_name="default-scheduler",
+                    owner_kind="DaemonSet",
+                    tolerations=[pb.Toleration(operator="Exists")],
+                )
+            )
+            for i in range(self.opts.nodes):
+                self._add_task(f"ds-{d}-{i}", _NS_KUBE, i, RUNNING, -1, prof, 100.0, 0.2 * GIB, 0.0)
+
+    def _workloads(self) -> None:
+        """Gang jobs placed at random among the nodes that fit, until ``fill`` of the schedulable
+        nodes' cards are taken (or 50 jobs in a row place nothing)."""
+        opts = self.opts
+        self.free = np.full(opts.nodes, opts.cards_per_node, dtype=np.int64)
+        self.schedulable = np.array([not n.unschedulable for n in self.snap.nodes])
+        target_cards = round(opts.fill * opts.cards_per_node * int(self.schedulable.sum()))
+        placed_cards = job = misses = 0
+        while placed_cards < target_cards and misses < 50:
+            placed = self._job(job, target_cards - placed_cards)
+            placed_cards += placed
+            misses = 0 if placed else misses + 1
+            job += 1
+
+    def _job(self, job: int, remaining: int) -> int:
+        """One training Job or ModelServing with its PodGroup; the cards it placed."""
+        opts, rng = self.opts, self.rng
+        assert self.table is not None
+        n_pools = self.n_pools
         kind = "serving" if rng.random() < 0.3 else "training"
-        cards = int(rng.choice(_CARD_MIX, p=_CARD_WEIGHTS))
-        cards = min(cards, opts.cards_per_node)
+        cards = min(int(rng.choice(_CARD_MIX, p=_CARD_WEIGHTS)), opts.cards_per_node)
         if kind == "serving":
             replicas = int(rng.integers(2, 5))
-            pool = inference_pool if inference_pool >= 0 else 0
-            ns = ns_inf
+            pool = self.inference_pool if self.inference_pool >= 0 else 0
+            ns = _NS_INF
         else:
             replicas = int(rng.choice((1, 2, 4, 8)))
             pool = int(rng.integers(0, max(1, n_pools - 1))) if n_pools > 1 else 0
-            ns = ns_train if rng.random() < 0.8 else ns_batch
-        remaining = target_cards - placed_cards
+            ns = _NS_TRAIN if rng.random() < 0.8 else _NS_BATCH
         replicas = max(1, min(replicas, remaining // max(cards, 1) or 1))
-        pool_nodes = np.flatnonzero((pool_of == pool) & schedulable)
+        pool_nodes = np.flatnonzero((self.pool_of == pool) & self.schedulable)
         name = f"{kind}-{job:05d}"
         min_member = replicas if kind == "training" and rng.random() < 0.6 else max(1, (replicas * 3) // 4)
-        protected = rng.random() < 0.1
         labels = {"workload-type": kind, "repack.volcano.sh/eligible": "true"}
-        if protected:
+        if rng.random() < 0.1:
             labels["repack.volcano.sh/protected"] = "true"
         owner = (
             pb.OwnerReference(api_version="batch.volcano.sh/v1alpha1", kind="Job", name=name, controller=True)
@@ -162,12 +209,12 @@ def synth(opts: SynthOptions) -> pb.Snapshot:
                 api_version="workload.serving.volcano.sh/v1alpha1", kind="ModelServing", name=name, controller=True
             )
         )
-        pg_index = len(snap.pod_groups)
+        pg_index = len(self.snap.pod_groups)
         profile = pb.TaskProfile(
             labels={"app": name, "volcano.sh/job-name": name},
             scheduler_name="volcano",
             owner_kind="Pod" if kind == "training" else "ModelServing",
-            node_selector={"accelerator-pool": pool_names[pool]},
+            node_selector={"accelerator-pool": self.pool_names[pool]},
         )
         if kind == "serving":
             profile.tolerations.add(key="dedicated", operator="Equal", value="inference", effect="NoSchedule")
@@ -182,64 +229,57 @@ def synth(opts: SynthOptions) -> pb.Snapshot:
                 when_unsatisfiable="DoNotSchedule",
                 label_selector=_selector({"app": name}),
             )
-        prof = profile_index(profile)
-        anti = len(profile.pod_anti_affinity) > 0
-        used_nodes: set[int] = set()
-        placed_any = False
-        for r in range(replicas):
-            fits = pool_nodes[free[pool_nodes] >= cards]
-            if anti and fits.size:
-                fits = np.array([n for n in fits if n not in used_nodes], dtype=np.int64)
-            if fits.size == 0:
-                add_task(
-                    f"{name}-worker-{r}",
-                    ns,
-                    -1,
-                    PENDING,
-                    pg_index,
-                    prof,
-                    8000.0 * cards,
-                    64.0 * GIB * cards,
-                    cards * unit,
-                    "worker",
-                )
-                continue
-            chosen = int(fits[rng.integers(0, fits.size)])
-            free[chosen] -= cards
-            used_nodes.add(chosen)
-            placed_cards += cards
-            placed_any = True
-            add_task(
-                f"{name}-worker-{r}",
-                ns,
-                chosen,
-                RUNNING,
-                pg_index,
-                prof,
-                8000.0 * cards,
-                64.0 * GIB * cards,
-                cards * unit,
-                "worker",
-            )
-        misses = 0 if placed_any else misses + 1
-        snap.pod_groups.add(
-            namespace=snap.namespaces[ns].name,
+        prof = self.table.profile(profile)
+        placed = self._place(name, ns, pg_index, prof, replicas, cards, pool_nodes, bool(profile.pod_anti_affinity))
+        self.snap.pod_groups.add(
+            namespace=self.snap.namespaces[ns].name,
             name=f"{name}-{rng.integers(0, 16**8):08x}",
             min_member=min(min_member, replicas),
             labels=labels,
             owner_references=[owner],
-            phase="Running" if placed_any else "Pending",
+            phase="Running" if placed else "Pending",
             queue="default",
         )
-        job += 1
+        return placed
 
-    cpu_prof = profile_index(
-        pb.TaskProfile(labels={"app": "cpu-batch"}, scheduler_name="default-scheduler", owner_kind="ReplicaSet")
-    )
-    n_cpu = round(opts.cpu_pods_per_node * opts.nodes)
-    for k in range(n_cpu):
-        add_task(
-            f"cpu-batch-{k}", ns_batch, int(rng.integers(0, opts.nodes)), RUNNING, -1, cpu_prof, 2000.0, 4.0 * GIB, 0.0
+    def _place(
+        self, name: str, ns: int, pg: int, prof: int, replicas: int, cards: int, pool_nodes: np.ndarray, anti: bool
+    ) -> int:
+        """Each replica on a random node of its pool with room (apart, under anti-affinity), else
+        Pending; the cards placed."""
+        used_nodes: set[int] = set()
+        placed = 0
+        for r in range(replicas):
+            fits = pool_nodes[self.free[pool_nodes] >= cards]
+            if anti and fits.size:
+                fits = np.array([n for n in fits if n not in used_nodes], dtype=np.int64)
+            node, status = -1, PENDING
+            if fits.size:
+                node, status = int(fits[self.rng.integers(0, fits.size)]), RUNNING
+                self.free[node] -= cards
+                used_nodes.add(node)
+                placed += cards
+            self._add_task(
+                f"{name}-worker-{r}",
+                ns,
+                node,
+                status,
+                pg,
+                prof,
+                8000.0 * cards,
+                64.0 * GIB * cards,
+                cards * SCALAR_FACTOR,
+                "worker",
+            )
+        return placed
+
+    def _cpu_pods(self) -> None:
+        """Plain CPU pods (default scheduler) on random nodes."""
+        assert self.table is not None
+        opts = self.opts
+        cpu_prof = self.table.profile(
+            pb.TaskProfile(labels={"app": "cpu-batch"}, scheduler_name="default-scheduler", owner_kind="ReplicaSet")
         )
-
-    return table.finish()
+        for k in range(round(opts.cpu_pods_per_node * opts.nodes)):
+            node = int(self.rng.integers(0, opts.nodes))
+            self._add_task(f"cpu-batch-{k}", _NS_BATCH, node, RUNNING, -1, cpu_prof, 2000.0, 4.0 * GIB, 0.0)
