@@ -16,6 +16,8 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +40,6 @@ from sidecar.snapshot.decode import decode
 from sidecar.snapshot.state import ClusterState
 
 HERE = Path(__file__).resolve().parent
-OUT = HERE / "report"
 GPU = "nvidia.com/gpu"
 SCENARIOS = [
     ("openb default, 50% cards", "openb_pod_list_default.csv", 0.5),
@@ -75,9 +76,9 @@ def cut(snap: pb.Snapshot, nodes: list[int]) -> pb.Snapshot:
     oc.uid.extend(c.uid[i] for i in keep)
     oc.name.extend(c.name[i] for i in keep)
     oc.node.extend(remap[c.node[i]] for i in keep)
-    for field in ("namespace", "status", "pod_group", "priority", "profile"):
-        values = getattr(c, field)
-        getattr(oc, field).extend(values[i] for i in keep)
+    for column in ("namespace", "status", "pod_group", "priority", "profile"):
+        values = getattr(c, column)
+        getattr(oc, column).extend(values[i] for i in keep)
     for col in c.requests:
         oc.requests.add(resource=col.resource, values=[col.values[i] for i in keep])
     return out
@@ -96,177 +97,247 @@ def _gangs_at(state: ClusterState, run: RunSpec, ours: B.Proposal, best: B.Outco
     return ok, f"{prefix.below_min_available} vs {best.below_min_available} at {prefix.freed} freed"
 
 
+@dataclass
+class _Evidence:
+    """What the scenarios add up to: their sections, the scatter's rows, the goal table's rows, the
+    optimality ratios and the Pareto plots' links."""
+
+    sections: list[str] = field(default_factory=list)
+    rows: list[dict[str, object]] = field(default_factory=list)
+    goals: list[str] = field(default_factory=list)
+    ratios: list[float] = field(default_factory=list)
+    pareto_plots: list[str] = field(default_factory=list)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cuts", type=int, default=20, help="40-node cuts per scenario for the optimum")
     p.add_argument("--quick", action="store_true", help="two scenarios, 5 cuts, small size curve")
+    p.add_argument("--out", type=Path, default=HERE, help="where REPORT.md and report/*.png go (default: bench/)")
     ns = p.parse_args(argv)
-    openb = TRACES / "openb"
-    if not (openb / "openb_pod_list_default.csv").exists():
+    if not (TRACES / "openb" / "openb_pod_list_default.csv").exists():
         print(f"bench.report needs the traces in {TRACES} (set REPACK_TRACES)", file=sys.stderr)
         return 2
-    OUT.mkdir(exist_ok=True)
+    plots = ns.out / "report"
+    plots.mkdir(parents=True, exist_ok=True)
     scenarios = SCENARIOS[:2] if ns.quick else SCENARIOS
     cuts = 5 if ns.quick else ns.cuts
-    lines: list[str] = []
-    rows: list[dict[str, object]] = []
-    goals: list[str] = []
-    ratios_all: list[float] = []
-    pareto_plots: list[str] = []
+    ev = _Evidence()
     start = time.perf_counter()
     progress = Progress("bench.report")  # a live line on a terminal only; the run takes minutes
     for k, (title, pods_file, fill) in enumerate(scenarios):
-        progress.step(f"scenario {k + 1}/{len(scenarios)} {title}: replaying the trace")
-        if pods_file == "dlrm":
-            pods, times = dlrm_pods(TRACES / "dlrm2025")
-        else:
-            pods, times = openb_pods(openb, pods_file)
+        where = f"scenario {k + 1}/{len(scenarios)} {title}"
+        progress.step(f"{where}: replaying the trace")
+        pods, times = dlrm_pods(TRACES / "dlrm2025") if pods_file == "dlrm" else openb_pods(TRACES / "openb", pods_file)
         snap, stats = replay(pods, times, Stop(at_fill=fill), progress=progress.update)
         state = decode(snap)
-        f = fragmentation(state, GPU)
-        lines += [
-            f"### {title}",
-            "",
-            f"{state.n_nodes} nodes ({f.providing_nodes} with GPUs), {int(stats['pods'])} pods, "
-            f"{len(snap.pod_groups)} PodGroups; fragmentation {f.percent:.1f}% "
-            f"({f.occupied_nodes} occupied, minimum {f.min_occupied_nodes} {f.min_method}).",
-            "",
-            "| budget | method | freed nodes (net) | idle nodes lit | cards moved | pods moved "
-            "| PodGroups below minAvailable | infeasible moves | stranded pods | plan time |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-        ]
+        ev.sections += _scenario_header(title, snap, state, stats)
         for budget in (None, 20):
-            run = validate(spec(budget))
-            outcomes: list[B.Outcome] = []
-            curve: list[B.Outcome] = []
-            ours_proposal = B.Proposal("none", [])
-            for fn in METHODS:
-                progress.step(f"scenario {k + 1}/{len(scenarios)} {title}: {fn.__name__}, budget {budget or 'none'}")
-                t0 = time.perf_counter()
-                prop = fn(state, run)
-                prop.seconds = time.perf_counter() - t0
-                variants = [prop] if fn is B.planner_proposal else [prop, B.repair(state, run, prop)]
-                if fn is B.planner_proposal:
-                    curve, ours_proposal = B.prefixes(state, run, prop), prop
-                for v in variants:
-                    o = B.measure(state, run, v)
-                    outcomes.append(o)
-                    rows.append(
-                        {
-                            "scenario": title,
-                            "budget": budget,
-                            "fn": fn.__name__ + (" repaired" if v is not prop else ""),
-                            "method": o.method,
-                            "freed": o.freed,
-                            "cards": o.cards_moved,
-                        }
-                    )
-                    lines.append(
-                        f"| {budget or 'none'} | {o.method} | {o.freed} | {o.lit} | {o.cards_moved:g} | "
-                        f"{o.pods_moved} | {o.below_min_available} | {o.infeasible_moves} | {o.stranded_pods} | "
-                        f"{prop.seconds * 1e3:.0f} ms |"
-                    )
-                    if k == 1 and budget is None and fn is B.planner_proposal and o.node_of is not None:
-                        heatmap(state, o.node_of, OUT / "occupancy_openb70.png", title)
-            ours, base = outcomes[0], outcomes[1:]
-            plot = OUT / f"pareto_{k}_{budget or 'none'}.png"
-            pareto(curve, base, plot, f"{title}, budget {budget or 'none'}: freed vs cards (label: below minAvailable)")
-            pareto_plots.append(f"![pareto {title} budget {budget or 'none'}](report/{plot.name})")
-            valid = [o for o in base if o.infeasible_moves == 0 and o.stranded_pods == 0]
-            best = max(valid, key=lambda o: (o.freed, -o.below_min_available, -o.cards_moved), default=None)
-            over = [o.method for o in base if B.dominates(o, ours)]
-            checks = [("zero infeasible moves", ours.infeasible_moves == 0, str(ours.infeasible_moves))]
-            if best is not None:
-                checks += [
-                    (
-                        "freed ≥ best valid baseline",
-                        ours.freed >= best.freed,
-                        f"{ours.freed} vs {best.freed} ({best.method})",
-                    ),
-                    (
-                        "at that baseline's freed count, PodGroups below minAvailable ≤ its",
-                        *_gangs_at(state, run, ours_proposal, best),
-                    ),
-                ]
-            checks.append(
-                ("never dominated (freed ↑, below ↓, cards ↓)", not over, "by " + ", ".join(over) if over else "—")
-            )
-            goals += [
-                f"| {title} | {budget or 'none'} | {name} | {'✔' if ok else '✘'} | {detail} |"
-                for name, ok, detail in checks
-            ]
-            for name, ok, detail in checks:
-                print(f"{'✔' if ok else '✘'} {title}, budget {budget or 'none'}: {name} — {detail}", flush=True)
-        lines.append("")
-        # optimality on cuts
-        rng = np.random.default_rng(k)
-        gpu_nodes = [i for i, n in enumerate(snap.nodes) if n.allocatable.get(GPU, 0) > 0]
-        ratios = []
-        skipped = 0
-        for c in range(cuts):
-            progress.step(f"scenario {k + 1}/{len(scenarios)} {title}: exact optimum, cut {c + 1}/{cuts}")
-            chosen = sorted(rng.choice(gpu_nodes, size=min(40, len(gpu_nodes)), replace=False).tolist())
-            sub = decode(cut(snap, chosen))
-            run = validate(spec(None))
-            planned = len(Planner(Mirror(sub), run).plan().freed)
-            try:
-                best_n, _status = optimum(sub, run, 30.0)
-            except RuntimeError:  # pod-level terms the exact model does not encode (dlrm spread)
-                skipped += 1
-                continue
-            if best_n > 0:
-                ratios.append(planned / best_n)
-        ratios_all += ratios
-        if ratios:
-            lines += [
-                f"Optimality on {cuts} random 40-node cuts: mean freed/optimal "
-                f"{statistics.fmean(ratios):.3f} over {len(ratios)} cuts where the optimum frees a node "
-                f"(min {min(ratios):.2f}).",
-                "",
-            ]
-        if skipped:
-            lines += [
-                f"{skipped} of {cuts} cuts left out of the optimum: their pods carry terms the exact model "
-                "does not encode (pod affinity, ports, or anti-affinity/spread on a key other than hostname).",
-                "",
-            ]
-    scatter(rows, OUT / "freed_vs_cards.png")
+            _methods(ev, k, title, state, budget, plots, _steps(progress, where))
+        ev.sections.append("")
+        ev.sections += _optimality(ev, k, snap, cuts, _steps(progress, where))
+    scatter(ev.rows, plots / "freed_vs_cards.png")
     sizes = [1000, 2000, 5000] if ns.quick else [1000, 2000, 5000, 10000, 20000]
-    plan_ms, decode_ms, mb = [], [], []
+    curve = _size_curve(sizes, progress.step)
+    progress.close()
+    _size_plots(curve, plots)
+    report = ns.out / "REPORT.md"
+    report.write_text("\n".join(_report(ev, curve, time.perf_counter() - start)) + "\n")
+    print(f"wrote {report} and {plots}/*.png in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+def _steps(progress: Progress, where: str) -> Callable[[str], None]:
+    """Progress steps named within one scenario."""
+
+    def step(what: str) -> None:
+        progress.step(f"{where}: {what}")
+
+    return step
+
+
+def _scenario_header(title: str, snap: pb.Snapshot, state: ClusterState, stats: dict[str, float]) -> list[str]:
+    f = fragmentation(state, GPU)
+    return [
+        f"### {title}",
+        "",
+        f"{state.n_nodes} nodes ({f.providing_nodes} with GPUs), {int(stats['pods'])} pods, "
+        f"{len(snap.pod_groups)} PodGroups; fragmentation {f.percent:.1f}% "
+        f"({f.occupied_nodes} occupied, minimum {f.min_occupied_nodes} {f.min_method}).",
+        "",
+        "| budget | method | freed nodes (net) | idle nodes lit | cards moved | pods moved "
+        "| PodGroups below minAvailable | infeasible moves | stranded pods | plan time |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+
+
+def _methods(
+    ev: _Evidence,
+    k: int,
+    title: str,
+    state: ClusterState,
+    budget: int | None,
+    plots: Path,
+    step: Callable[[str], None],
+) -> None:
+    """Every method under one budget: its table rows (as proposed, and repaired), the Pareto plot
+    and the goal checks of ours against the baselines."""
+    run = validate(spec(budget))
+    outcomes: list[B.Outcome] = []
+    curve: list[B.Outcome] = []
+    ours_proposal = B.Proposal("none", [])
+    for fn in METHODS:
+        step(f"{fn.__name__}, budget {budget or 'none'}")
+        t0 = time.perf_counter()
+        prop = fn(state, run)
+        prop.seconds = time.perf_counter() - t0
+        variants = [prop] if fn is B.planner_proposal else [prop, B.repair(state, run, prop)]
+        if fn is B.planner_proposal:
+            curve, ours_proposal = B.prefixes(state, run, prop), prop
+        for v in variants:
+            o = B.measure(state, run, v)
+            outcomes.append(o)
+            fn_name = fn.__name__ + (" repaired" if v is not prop else "")
+            ev.rows.append(
+                {
+                    "scenario": title,
+                    "budget": budget,
+                    "fn": fn_name,
+                    "method": o.method,
+                    "freed": o.freed,
+                    "cards": o.cards_moved,
+                }
+            )
+            ev.sections.append(
+                f"| {budget or 'none'} | {o.method} | {o.freed} | {o.lit} | {o.cards_moved:g} | "
+                f"{o.pods_moved} | {o.below_min_available} | {o.infeasible_moves} | {o.stranded_pods} | "
+                f"{prop.seconds * 1e3:.0f} ms |"
+            )
+            if k == 1 and budget is None and fn is B.planner_proposal and o.node_of is not None:
+                heatmap(state, o.node_of, plots / "occupancy_openb70.png", title)
+    ours, base = outcomes[0], outcomes[1:]
+    plot = plots / f"pareto_{k}_{budget or 'none'}.png"
+    pareto(curve, base, plot, f"{title}, budget {budget or 'none'}: freed vs cards (label: below minAvailable)")
+    ev.pareto_plots.append(f"![pareto {title} budget {budget or 'none'}](report/{plot.name})")
+    checks = _checks(state, run, ours, ours_proposal, base)
+    ev.goals += [
+        f"| {title} | {budget or 'none'} | {name} | {'✔' if ok else '✘'} | {detail} |" for name, ok, detail in checks
+    ]
+    for name, ok, detail in checks:
+        print(f"{'✔' if ok else '✘'} {title}, budget {budget or 'none'}: {name} — {detail}", flush=True)
+
+
+def _checks(
+    state: ClusterState, run: RunSpec, ours: B.Outcome, ours_proposal: B.Proposal, base: list[B.Outcome]
+) -> list[tuple[str, bool, str]]:
+    """The goals of ours against the baselines (the report's goal table explains them)."""
+    valid = [o for o in base if o.infeasible_moves == 0 and o.stranded_pods == 0]
+    best = max(valid, key=lambda o: (o.freed, -o.below_min_available, -o.cards_moved), default=None)
+    over = [o.method for o in base if B.dominates(o, ours)]
+    checks = [("zero infeasible moves", ours.infeasible_moves == 0, str(ours.infeasible_moves))]
+    if best is not None:
+        checks += [
+            ("freed ≥ best valid baseline", ours.freed >= best.freed, f"{ours.freed} vs {best.freed} ({best.method})"),
+            (
+                "at that baseline's freed count, PodGroups below minAvailable ≤ its",
+                *_gangs_at(state, run, ours_proposal, best),
+            ),
+        ]
+    checks.append(("never dominated (freed ↑, below ↓, cards ↓)", not over, "by " + ", ".join(over) if over else "—"))
+    return checks
+
+
+def _optimality(ev: _Evidence, k: int, snap: pb.Snapshot, cuts: int, step: Callable[[str], None]) -> list[str]:
+    """Ours against the exact optimum on random 40-node cuts of the snapshot."""
+    rng = np.random.default_rng(k)
+    gpu_nodes = [i for i, n in enumerate(snap.nodes) if n.allocatable.get(GPU, 0) > 0]
+    ratios = []
+    skipped = 0
+    for c in range(cuts):
+        step(f"exact optimum, cut {c + 1}/{cuts}")
+        chosen = sorted(rng.choice(gpu_nodes, size=min(40, len(gpu_nodes)), replace=False).tolist())
+        sub = decode(cut(snap, chosen))
+        run = validate(spec(None))
+        planned = len(Planner(Mirror(sub), run).plan().freed)
+        try:
+            best_n, _status = optimum(sub, run, 30.0)
+        except RuntimeError:  # pod-level terms the exact model does not encode (dlrm spread)
+            skipped += 1
+            continue
+        if best_n > 0:
+            ratios.append(planned / best_n)
+    ev.ratios += ratios
+    lines: list[str] = []
+    if ratios:
+        lines += [
+            f"Optimality on {cuts} random 40-node cuts: mean freed/optimal "
+            f"{statistics.fmean(ratios):.3f} over {len(ratios)} cuts where the optimum frees a node "
+            f"(min {min(ratios):.2f}).",
+            "",
+        ]
+    if skipped:
+        lines += [
+            f"{skipped} of {cuts} cuts left out of the optimum: their pods carry terms the exact model "
+            "does not encode (pod affinity, ports, or anti-affinity/spread on a key other than hostname).",
+            "",
+        ]
+    return lines
+
+
+@dataclass
+class _SizeCurve:
+    sizes: list[int]
+    mb: list[float] = field(default_factory=list)
+    decode_ms: list[float] = field(default_factory=list)
+    plan_ms: list[float] = field(default_factory=list)
+
+
+def _size_curve(sizes: list[int], step: Callable[[str], None]) -> _SizeCurve:
+    """Decode and plan time of synthetic clusters (10 tasks per node) by size."""
+    curve = _SizeCurve(sizes)
     for n in sizes:
-        progress.step(f"size curve: {n:,} nodes")
+        step(f"size curve: {n:,} nodes")
         synth = build(n, 10 * n, 1)
         data = synth.SerializeToString()
-        mb.append(len(data) / 1e6)
+        curve.mb.append(len(data) / 1e6)
         dec, _ = median_seconds(lambda data=data: decode(pb.Snapshot.FromString(data)), 3)
-        decode_ms.append(dec * 1e3)
+        curve.decode_ms.append(dec * 1e3)
         st = decode(synth)
         t0 = time.perf_counter()
         Planner(Mirror(st), validate(spec(None))).plan()
-        plan_ms.append((time.perf_counter() - t0) * 1e3)
-    progress.close()
+        curve.plan_ms.append((time.perf_counter() - t0) * 1e3)
+    return curve
+
+
+def _size_plots(curve: _SizeCurve, plots: Path) -> None:
     line(
-        sizes,
-        plan_ms,
+        [float(n) for n in curve.sizes],
+        curve.plan_ms,
         "nodes (synth, 10 tasks per node)",
         "Plan time (ms), minimal DryRun",
         "Planning time vs cluster size",
-        OUT / "plan_time.png",
+        plots / "plan_time.png",
     )
     line(
-        mb,
-        decode_ms,
+        curve.mb,
+        curve.decode_ms,
         "snapshot size (MB, columnar protobuf)",
         "parse + decode (ms)",
         "Decode time vs snapshot size",
-        OUT / "decode_time.png",
+        plots / "decode_time.png",
     )
-    mean_ratio = statistics.fmean(ratios_all) if ratios_all else float("nan")
-    report = [
+
+
+def _report(ev: _Evidence, curve: _SizeCurve, seconds: float) -> list[str]:
+    """REPORT.md: the headline and goal table, the method notes, the plots, the size table, then
+    each scenario's section."""
+    mean_ratio = statistics.fmean(ev.ratios) if ev.ratios else float("nan")
+    sizes = zip(curve.sizes, curve.mb, curve.decode_ms, curve.plan_ms, strict=True)
+    return [
         "# Evidence on real traces",
         "",
         f"Regenerate with `pip install -e '.[bench]' && python -m bench.report` ({machine()}; "
-        f"took {time.perf_counter() - start:.0f} s). Snapshots are replays of the openb trace "
+        f"took {seconds:.0f} s). Snapshots are replays of the openb trace "
         "(`repack-sidecar snapshot from-trace openb --fill F`): pods placed one by one by the mirror core with "
         "Volcano's default scheduler configuration. Every method is judged by the same mirror-core replay "
         "(bench/baselines.py `measure`): an infeasible move is a failure, an eviction without a target is "
@@ -281,12 +352,12 @@ def main(argv: list[str] | None = None) -> int:
         "## Headline",
         "",
         f"* Mean optimality ratio on 40-node cuts (exact MILP, HiGHS): **{mean_ratio:.3f}** "
-        f"over {len(ratios_all)} cuts (goal ≥ 0.99: {'✔' if mean_ratio >= 0.99 else '✘'}).",
+        f"over {len(ev.ratios)} cuts (goal ≥ 0.99: {'✔' if mean_ratio >= 0.99 else '✘'}).",
         "* Goals per scenario (table below): ours never makes an infeasible move; see the misses and why.",
         "",
         "| scenario | budget | goal | result | detail |",
         "| --- | --- | --- | --- | --- |",
-        *goals,
+        *ev.goals,
         "",
         "*Freed nodes* are net: nodes a method emptied minus idle nodes its moves lit up (a pod moved onto an "
         "idle node saves no node; the planner never does that, receiver rule 1, while the scheduler-driven "
@@ -314,19 +385,16 @@ def main(argv: list[str] | None = None) -> int:
         "Pareto view per scenario and budget: ours at each plan prefix (the line) against every baseline, as "
         "proposed and repaired; each point is labelled with the PodGroups it pushes below MinAvailable.",
         "",
-        *pareto_plots,
+        *ev.pareto_plots,
         "",
         "| nodes | snapshot MB | decode ms | plan ms |",
         "| --- | --- | --- | --- |",
-        *[f"| {n} | {m:.1f} | {d:.0f} | {t:.0f} |" for n, m, d, t in zip(sizes, mb, decode_ms, plan_ms, strict=True)],
+        *[f"| {n} | {m:.1f} | {d:.0f} | {t:.0f} |" for n, m, d, t in sizes],
         "",
         "## Scenarios",
         "",
-        *lines,
+        *ev.sections,
     ]
-    (HERE / "REPORT.md").write_text("\n".join(report) + "\n")
-    print(f"wrote {HERE / 'REPORT.md'} and {OUT}/*.png in {time.perf_counter() - start:.0f} s")
-    return 0
 
 
 if __name__ == "__main__":
