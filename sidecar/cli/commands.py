@@ -69,7 +69,18 @@ def cmd_from_trace(ns: argparse.Namespace) -> int:
         raise InputError("--fill/--time", "give exactly one of --fill and --time")
     if ns.fill is not None and not 0 < ns.fill <= 1:
         raise InputError("--fill", f"must be within (0, 1], got {ns.fill}")
-    stop = Stop(at_time=ns.time, at_fill=ns.fill)
+    if ns.depart_to is not None and (ns.fill is None or not 0 <= ns.depart_to < ns.fill):
+        raise InputError("--depart-to", f"needs --fill and must be within [0, --fill), got {ns.depart_to}")
+    if ns.refill is not None and (ns.depart_to is None or not ns.depart_to < ns.refill <= 1):
+        raise InputError("--refill", f"needs --depart-to and must be within (--depart-to, 1], got {ns.refill}")
+    stop = Stop(
+        at_time=ns.time,
+        at_fill=ns.fill,
+        depart_to=ns.depart_to,
+        departures=ns.departures,
+        seed=ns.seed,
+        refill=ns.refill,
+    )
     with Progress(f"replaying {ns.trace}") as progress:
         progress.step("reading the trace")
         if ns.trace == "dlrm":
@@ -78,11 +89,18 @@ def cmd_from_trace(ns: argparse.Namespace) -> int:
             pods, times = openb_pods(Path(ns.traces) / "openb", ns.pods_file)
         progress.step(f"placing {len(times):,} pods")
         snap, stats = replay(pods, times, stop, progress=progress.update)
+    churn = ""
+    if "high_fill" in stats:
+        resumed = ", then arrivals resumed" if "refill_unplaced" in stats else ""
+        churn = (
+            f" (filled to {stats['high_fill']:.1%}, then {count(int(stats['departed_workloads']), 'workload')} with "
+            f"{count(int(stats['departed_pods']), 'pod')} departed{resumed})"
+        )
     write_snapshot(
         snap,
         ns.out,
         f"{len(snap.nodes)} nodes, {stats['pods']:.0f} pods at t={stats['time']:.0f}s, card fill "
-        f"{stats['fill']:.1%}, {stats['unplaced']:.0f} pods found no node",
+        f"{stats['fill']:.1%}{churn}, {stats['unplaced']:.0f} pods found no node",
     )
     return 0
 

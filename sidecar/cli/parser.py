@@ -149,6 +149,16 @@ def build(handlers: Mapping[str, Handler], description: str | None = None) -> ar
         "--fill", type=finite_float, help="stop when this fraction of cards is allocated (deletions ignored)"
     )
     ft.add_argument("--time", type=finite_float, help="stop at this trace time in seconds (creations and deletions)")
+    ft.add_argument(
+        "--depart-to",
+        type=finite_float,
+        help="churn: after --fill (the high-water mark), whole workloads depart until this card fill",
+    )
+    ft.add_argument(
+        "--departures", choices=("random", "recorded"), default="random", help="their order (recorded: trace deletions)"
+    )
+    ft.add_argument("--seed", type=int, default=0, help="seed of the random departure order")
+    ft.add_argument("--refill", type=finite_float, help="churn: then arrivals resume until this card fill")
     ft.add_argument("--out", default="-", help="file (.json, .yaml or .pb); default -: JSON on stdout")
     ft.set_defaults(func=handlers["from_trace"])
     sb = sub.add_parser("sandbox", help="a Kubernetes sandbox without a cluster")

@@ -50,6 +50,7 @@ from sidecar.mirror.conf import SchedulerConf
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.scenarios.builder import TaskTable
+from sidecar.scenarios.churn import DEPARTURES, depart, workloads
 from sidecar.snapshot.decode import decode
 
 GPU = "nvidia.com/gpu"
@@ -60,10 +61,37 @@ NAMESPACE = "openb"
 
 @dataclass(frozen=True)
 class Stop:
-    """When to take the snapshot: at a time (seconds), or when card fill first reaches a fraction."""
+    """When to take the snapshot: at a time (seconds), or when card fill first reaches a fraction.
+
+    With ``depart_to`` the fill is a high-water mark, the way long-running clusters fragment: once
+    it is reached, whole workloads (a PodGroup's pods together; a pod without one alone) depart —
+    in the order the trace records their deletions (``departures="recorded"``; a workload leaves
+    with its last pod, never-deleted ones last) or in a seeded random order (``"random"``) — until
+    the card fill is at most ``depart_to``; then, with ``refill``, arrivals resume with the trace's
+    next pods until that fill (or the trace ends)."""
 
     at_time: float | None = None
     at_fill: float | None = None
+    depart_to: float | None = None
+    departures: str = "random"
+    seed: int = 0
+    refill: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.at_time is None) == (self.at_fill is None):
+            raise ValueError("give exactly one of at_time and at_fill")
+        if self.at_fill is not None and not 0 < self.at_fill <= 1:
+            raise ValueError(f"at_fill must be within (0, 1], got {self.at_fill}")
+        if self.depart_to is None:
+            if self.refill is not None:
+                raise ValueError("refill needs depart_to (arrivals resume after the departures)")
+            return
+        if self.at_fill is None or not 0 <= self.depart_to < self.at_fill:
+            raise ValueError(f"depart_to must be within [0, at_fill), got {self.depart_to} with at_fill {self.at_fill}")
+        if self.departures not in DEPARTURES:
+            raise ValueError(f"departures must be one of {', '.join(DEPARTURES)}, got {self.departures!r}")
+        if self.refill is not None and not self.depart_to < self.refill <= 1:
+            raise ValueError(f"refill must be within (depart_to, 1], got {self.refill} with depart_to {self.depart_to}")
 
 
 def _read(path: Path) -> list[dict[str, str]]:
@@ -178,26 +206,48 @@ def replay(
     deleted = np.zeros(state.n_tasks, bool)
     unplaced = 0
     now = 0
-    for k, (when, kind, t) in enumerate(events):
-        if stop.at_time is not None and when > stop.at_time:
-            break
-        now = when
-        if kind == 0:
-            deleted[t] = True
-            if sim.on_node()[t]:
-                sim.remove(t)
-            continue
-        created[t] = True
-        target = mirror.allocate(mirror.subject_for_task(t), sim)
-        if target < 0:
-            unplaced += 1
-            continue
-        sim.place(t, target)
-        sim.commit()
-        if progress is not None and k % 500 == 0:
-            progress(k, len(events))
-        if stop.at_fill is not None and sim.used[:, g].sum() >= stop.at_fill * total_cards:
-            break
+
+    def arrive(first: int, fill: float | None) -> int:
+        """Play events from ``first`` on until ``fill`` is reached (or the time stop, or the end);
+        the index of the next event not played."""
+        nonlocal unplaced, now
+        for k in range(first, len(events)):
+            when, kind, t = events[k]
+            if stop.at_time is not None and when > stop.at_time:
+                return k
+            now = when
+            if kind == 0:
+                deleted[t] = True
+                if sim.on_node()[t]:
+                    sim.remove(t)
+                continue
+            created[t] = True
+            target = mirror.allocate(mirror.subject_for_task(t), sim)
+            if target < 0:
+                unplaced += 1
+                continue
+            sim.place(t, target)
+            sim.commit()
+            if progress is not None and k % 500 == 0:
+                progress(k, len(events))
+            if fill is not None and sim.used[:, g].sum() >= fill * total_cards:
+                return k + 1
+        return len(events)
+
+    next_event = arrive(0, stop.at_fill)
+    churn: dict[str, float] = {}
+    if stop.depart_to is not None:
+        churn["high_fill"] = float(sim.used[:, g].sum()) / total_cards if total_cards else 0.0
+        gone = depart(
+            state, sim, created & ~deleted, times, stop.departures, stop.seed, stop.depart_to * total_cards, g
+        )
+        deleted[gone] = True
+        churn["departed_pods"] = float(gone.size)
+        churn["departed_workloads"] = float(np.unique(workloads(state)[gone]).size)
+        if stop.refill is not None:
+            before = unplaced
+            arrive(next_event, stop.refill)
+            churn["refill_unplaced"] = float(unplaced - before)
     out = pb.Snapshot()
     out.CopyFrom(snap)
     cols = out.task_columns
@@ -230,6 +280,7 @@ def replay(
         "pods": float(keep.size),
         "unplaced": float(unplaced),
         "fill": allocated / total_cards if total_cards else 0.0,
+        **churn,
     }
     return out, stats
 

@@ -89,6 +89,20 @@ def test_from_trace_flag_errors_are_input_errors(trace: Path, capsys: pytest.Cap
     assert "--fill: must be within (0, 1]" in capsys.readouterr().err
 
 
+def test_from_trace_churn_flags(trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "churned.json"
+    argv = ["snapshot", "from-trace", "openb", "--traces", str(trace), "--fill", "0.3", "--depart-to", "0.26"]
+    assert main([*argv, "--departures", "recorded", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    # p0 and p1 (one workload, last deleted at 1000) tie with p2 (1000): the first in the trace leaves
+    assert "card fill 25.0% (filled to 37.5%, then 1 workload with 2 pods departed)" in err, err
+    assert sorted(load_snapshot(out).task_columns.name) == ["p2"]
+    assert main(["snapshot", "from-trace", "openb", "--traces", str(trace), "--time", "5", "--depart-to", "0.1"]) == 2
+    assert "--depart-to: needs --fill" in capsys.readouterr().err
+    assert main([*argv, "--refill", "0.05"]) == 2
+    assert "--refill: needs --depart-to and must be within (--depart-to, 1]" in capsys.readouterr().err
+
+
 class FakeTerminal(io.StringIO):
     def isatty(self) -> bool:
         return True
