@@ -2,7 +2,8 @@
 
     pip install -e '.[bench]' && python -m bench.report [--cuts 20] [--quick]
 
-Scenarios are openb replays (sidecar.scenarios.traces) at several card fills and pod lists.
+Scenarios are openb and dlrm replays (sidecar.scenarios.traces) at several card fills and pod
+lists, arrivals only and churned (filled to a high-water mark, then whole workloads departed).
 Every method (ours and three baselines, bench/baselines.py) is judged after the fact by the same
 mirror-core replay. Each scenario runs twice: the minimal DryRun (no budget) and a first-rollout
 budget (maxPerRun.podGroups 20). Small cuts (40 nodes) of each snapshot are solved exactly
@@ -32,7 +33,7 @@ from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.cli.progress import Progress
 from sidecar.mirror.core import Mirror
-from sidecar.repack.fragmentation import fragmentation
+from sidecar.repack.fragmentation import Fragmentation, fragmentation
 from sidecar.repack.planner import Planner
 from sidecar.repack.spec import RunSpec, validate
 from sidecar.scenarios.traces import Stop, dlrm_pods, openb_pods, replay
@@ -41,14 +42,29 @@ from sidecar.snapshot.state import ClusterState
 
 HERE = Path(__file__).resolve().parent
 GPU = "nvidia.com/gpu"
+#: (title, pod list, when the snapshot is taken): arrivals only, then clusters that churned (filled
+#: to a high-water mark, whole workloads departed: how long-running clusters fragment)
 SCENARIOS = [
-    ("openb default, 50% cards", "openb_pod_list_default.csv", 0.5),
-    ("openb default, 70% cards", "openb_pod_list_default.csv", 0.7),
-    ("openb default, 85% cards", "openb_pod_list_default.csv", 0.85),
-    ("openb gpuspec33, 70% cards", "openb_pod_list_gpuspec33.csv", 0.7),
-    ("openb multigpu50, 70% cards", "openb_pod_list_multigpu50.csv", 0.7),
-    ("dlrm, 70% GPUs", "dlrm", 0.7),
+    ("openb default, 50% cards", "openb_pod_list_default.csv", Stop(at_fill=0.5)),
+    ("openb default, 70% cards", "openb_pod_list_default.csv", Stop(at_fill=0.7)),
+    ("openb default, 85% cards", "openb_pod_list_default.csv", Stop(at_fill=0.85)),
+    ("openb gpuspec33, 70% cards", "openb_pod_list_gpuspec33.csv", Stop(at_fill=0.7)),
+    ("openb multigpu50, 70% cards", "openb_pod_list_multigpu50.csv", Stop(at_fill=0.7)),
+    ("dlrm, 70% GPUs", "dlrm", Stop(at_fill=0.7)),
+    (
+        "openb multigpu50 churned, 90% → 60% (random departures)",
+        "openb_pod_list_multigpu50.csv",
+        Stop(at_fill=0.9, depart_to=0.6, seed=0),
+    ),
+    (
+        "openb default churned, 90% → 60% (recorded departures)",
+        "openb_pod_list_default.csv",
+        Stop(at_fill=0.9, depart_to=0.6, departures="recorded"),
+    ),
+    ("dlrm churned, 90% → 60% (recorded departures)", "dlrm", Stop(at_fill=0.9, depart_to=0.6, departures="recorded")),
 ]
+#: --quick: one arrivals-only and one churned scenario
+QUICK = [SCENARIOS[1], SCENARIOS[6]]
 METHODS = [B.planner_proposal, B.descheduler_high_node_utilization, B.karpenter_consolidation, B.ffd_drain]
 
 
@@ -120,20 +136,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     plots = ns.out / "report"
     plots.mkdir(parents=True, exist_ok=True)
-    scenarios = SCENARIOS[:2] if ns.quick else SCENARIOS
+    scenarios = QUICK if ns.quick else SCENARIOS
     cuts = 5 if ns.quick else ns.cuts
     ev = _Evidence()
     start = time.perf_counter()
     progress = Progress("bench.report")  # a live line on a terminal only; the run takes minutes
-    for k, (title, pods_file, fill) in enumerate(scenarios):
+    for k, (title, pods_file, stop) in enumerate(scenarios):
         where = f"scenario {k + 1}/{len(scenarios)} {title}"
         progress.step(f"{where}: replaying the trace")
         pods, times = dlrm_pods(TRACES / "dlrm2025") if pods_file == "dlrm" else openb_pods(TRACES / "openb", pods_file)
-        snap, stats = replay(pods, times, Stop(at_fill=fill), progress=progress.update)
+        snap, stats = replay(pods, times, stop, progress=progress.update)
         state = decode(snap)
         ev.sections += _scenario_header(title, snap, state, stats)
+        before = fragmentation(state, GPU)
         for budget in (None, 20):
-            _methods(ev, k, title, state, budget, plots, _steps(progress, where))
+            _methods(ev, k, title, state, before, budget, plots, _steps(progress, where))
         ev.sections.append("")
         ev.sections += _optimality(ev, k, snap, cuts, _steps(progress, where))
     scatter(ev.rows, plots / "freed_vs_cards.png")
@@ -158,16 +175,22 @@ def _steps(progress: Progress, where: str) -> Callable[[str], None]:
 
 def _scenario_header(title: str, snap: pb.Snapshot, state: ClusterState, stats: dict[str, float]) -> list[str]:
     f = fragmentation(state, GPU)
+    churn = ""
+    if "high_fill" in stats:
+        churn = (
+            f" Filled to {stats['high_fill']:.1%} of the cards, then {int(stats['departed_workloads'])} workloads "
+            f"({int(stats['departed_pods'])} pods) departed down to {stats['fill']:.1%}."
+        )
     return [
         f"### {title}",
         "",
         f"{state.n_nodes} nodes ({f.providing_nodes} with GPUs), {int(stats['pods'])} pods, "
         f"{len(snap.pod_groups)} PodGroups; fragmentation {f.percent:.1f}% "
-        f"({f.occupied_nodes} occupied, minimum {f.min_occupied_nodes} {f.min_method}).",
+        f"({f.occupied_nodes} occupied, minimum {f.min_occupied_nodes} {f.min_method}).{churn}",
         "",
-        "| budget | method | freed nodes (net) | idle nodes lit | cards moved | pods moved "
-        "| PodGroups below minAvailable | infeasible moves | stranded pods | plan time |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| budget | method | freed nodes (net) | occupied after (above the bound) | idle nodes lit | cards moved "
+        "| pods moved | PodGroups below minAvailable | infeasible moves | stranded pods | plan time |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
 
 
@@ -176,6 +199,7 @@ def _methods(
     k: int,
     title: str,
     state: ClusterState,
+    before: Fragmentation,
     budget: int | None,
     plots: Path,
     step: Callable[[str], None],
@@ -208,12 +232,14 @@ def _methods(
                     "cards": o.cards_moved,
                 }
             )
+            after = before.occupied_nodes - o.freed
             ev.sections.append(
-                f"| {budget or 'none'} | {o.method} | {o.freed} | {o.lit} | {o.cards_moved:g} | "
+                f"| {budget or 'none'} | {o.method} | {o.freed} | {after} ({after - before.min_occupied_nodes}) | "
+                f"{o.lit} | {o.cards_moved:g} | "
                 f"{o.pods_moved} | {o.below_min_available} | {o.infeasible_moves} | {o.stranded_pods} | "
                 f"{prop.seconds * 1e3:.0f} ms |"
             )
-            if k == 1 and budget is None and fn is B.planner_proposal and o.node_of is not None:
+            if title == SCENARIOS[1][0] and budget is None and fn is B.planner_proposal and o.node_of is not None:
                 heatmap(state, o.node_of, plots / "occupancy_openb70.png", title)
     ours, base = outcomes[0], outcomes[1:]
     plot = plots / f"pareto_{k}_{budget or 'none'}.png"
@@ -252,6 +278,7 @@ def _optimality(ev: _Evidence, k: int, snap: pb.Snapshot, cuts: int, step: Calla
     rng = np.random.default_rng(k)
     gpu_nodes = [i for i, n in enumerate(snap.nodes) if n.allocatable.get(GPU, 0) > 0]
     ratios = []
+    short: list[str] = []  # the cuts where the greedy frees fewer nodes than the optimum
     skipped = 0
     for c in range(cuts):
         step(f"exact optimum, cut {c + 1}/{cuts}")
@@ -266,6 +293,10 @@ def _optimality(ev: _Evidence, k: int, snap: pb.Snapshot, cuts: int, step: Calla
             continue
         if best_n > 0:
             ratios.append(planned / best_n)
+        if planned < best_n:
+            short.append(
+                f"cut {c + 1} ({len(chosen)} nodes from {snap.nodes[chosen[0]].name}): ours {planned}, optimum {best_n}"
+            )
     ev.ratios += ratios
     lines: list[str] = []
     if ratios:
@@ -275,6 +306,8 @@ def _optimality(ev: _Evidence, k: int, snap: pb.Snapshot, cuts: int, step: Calla
             f"(min {min(ratios):.2f}).",
             "",
         ]
+    if short:
+        lines += [f"Cuts where ours frees fewer nodes than the optimum: {'; '.join(short)}.", ""]
     if skipped:
         lines += [
             f"{skipped} of {cuts} cuts left out of the optimum: their pods carry terms the exact model "
@@ -337,8 +370,9 @@ def _report(ev: _Evidence, curve: _SizeCurve, seconds: float) -> list[str]:
         "# Evidence on real traces",
         "",
         f"Regenerate with `pip install -e '.[bench]' && python -m bench.report` ({machine()}; "
-        f"took {seconds:.0f} s). Snapshots are replays of the openb trace "
-        "(`repack-sidecar snapshot from-trace openb --fill F`): pods placed one by one by the mirror core with "
+        f"took {seconds:.0f} s). Snapshots are replays of the openb and dlrm traces "
+        "(`repack-sidecar snapshot from-trace openb --fill F`, churned ones with `--depart-to F2`: filled to a "
+        "high-water mark, then whole workloads departed): pods placed one by one by the mirror core with "
         "Volcano's default scheduler configuration. Every method is judged by the same mirror-core replay "
         "(bench/baselines.py `measure`): an infeasible move is a failure, an eviction without a target is "
         "re-placed where Volcano would put it.",
