@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -259,10 +259,11 @@ def initial_deltas(gang: GangState, candidates: Sequence[HasGroups]) -> npt.NDAr
     return out
 
 
-def weighted(weights: npt.NDArray[np.float64], deltas: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """sum_d weights[d] * deltas[d] per column of ``[5, k]``, term by term in dimension order: the
-    same bits whatever the array's layout (a BLAS dot product may sum in another order)."""
-    out: npt.NDArray[np.float64] = weights[0] * deltas[0]
-    for d in range(1, deltas.shape[0]):
-        out = out + weights[d] * deltas[d]
+def weighted(weights: Sequence[float] | npt.NDArray[np.float64], x: Any) -> Any:
+    """sum_d weights[d] * x[d], term by term in dimension order (``x``: the rows ``[5, k]`` of
+    every column, or one column): the same bits whatever the array's layout (a BLAS dot product may
+    sum in another order) and in every form, the kernels' included (they sum in this order too)."""
+    out = weights[0] * x[0]
+    for d in range(1, len(weights)):
+        out = out + weights[d] * x[d]
     return out

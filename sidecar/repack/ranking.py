@@ -12,10 +12,13 @@ to round_scores over the same candidates (tests/repack/test_ranking.py replays r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
 from sidecar import dispatch
+from sidecar.repack.cost import weighted
 
 F64 = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
@@ -25,18 +28,20 @@ Indices = npt.NDArray[np.intp]
 _K = dispatch.load("sidecar.repack._ranking")
 
 
+def scales(weights: Sequence[float], spans: Sequence[float]) -> list[float]:
+    """Each dimension's factor ``w_d / span_d`` (0 where the span is 0: all candidates equal)."""
+    return [w / s if s > 0 else 0.0 for w, s in zip(weights, spans, strict=True)]
+
+
 def ranking_scores(deltas_t: npt.NDArray[np.float64], weights: tuple[float, ...]) -> npt.NDArray[np.float64]:
     """normalised_scores minus a constant, for dimension-major input ``[5, C]``:
     sum_d w_d x_d / span_d ranks candidates exactly as the min-max normalised sum does
-    (subtracting each dimension's minimum shifts every candidate by the same amount). Summed in
-    dimension order, term by term, so the kernel behind :func:`round_scores` agrees bit for bit."""
+    (subtracting each dimension's minimum shifts every candidate by the same amount), summed as
+    :func:`cost.weighted` sums, the kernel's order."""
     if deltas_t.shape[1] == 0:
         return np.zeros(0)
     span = deltas_t.max(axis=1) - deltas_t.min(axis=1)
-    scale = np.divide(np.asarray(weights, np.float64), span, out=np.zeros(len(weights)), where=span > 0)
-    out: npt.NDArray[np.float64] = scale[0] * deltas_t[0]
-    for d in range(1, deltas_t.shape[0]):
-        out = out + scale[d] * deltas_t[d]
+    out: npt.NDArray[np.float64] = weighted(scales(weights, span.tolist()), deltas_t)
     return out
 
 
@@ -188,15 +193,7 @@ class RoundScores:
             scores = self.scores
             for i in leaving:
                 scores[i] = np.inf
-            for i in entering + dirty:
-                scores[i] = self._score(delta[:, i].tolist())
+            scale = scales(self.weights.tolist(), span)
+            for i in entering + dirty:  # round_scores' arithmetic, one candidate at a time
+                scores[i] = weighted(scale, delta[:, i].tolist())
         return self.scores
-
-    def _score(self, column: list[float]) -> float:
-        """round_scores' arithmetic for one candidate under the current spans (Python floats are
-        IEEE doubles: the same products and sums, in the same order)."""
-        scale = [w / s if s > 0 else 0.0 for w, s in zip(self.weights.tolist(), self.span or (), strict=True)]
-        out = scale[0] * column[0]
-        for d in range(1, len(column)):
-            out = out + scale[d] * column[d]
-        return out
