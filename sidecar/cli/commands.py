@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import re
 import sys
 from typing import NoReturn, TypeVar
 
@@ -58,6 +59,10 @@ def cmd_synth(ns: argparse.Namespace) -> int:
     return 0
 
 
+#: the flag of each Stop field (snapshot from-trace)
+_STOP_FLAGS = {"at_fill": "--fill", "at_time": "--time", "depart_to": "--depart-to", "refill": "--refill"}
+
+
 def cmd_from_trace(ns: argparse.Namespace) -> int:
     """Replay a trace; a progress line on stderr when it is a terminal (a full openb replay takes a while)."""
     from pathlib import Path
@@ -65,22 +70,21 @@ def cmd_from_trace(ns: argparse.Namespace) -> int:
     from sidecar.cli.progress import Progress
     from sidecar.scenarios.traces import Stop, dlrm_pods, openb_pods, replay
 
-    if (ns.fill is None) == (ns.time is None):
-        raise InputError("--fill/--time", "give exactly one of --fill and --time")
-    if ns.fill is not None and not 0 < ns.fill <= 1:
-        raise InputError("--fill", f"must be within (0, 1], got {ns.fill}")
-    if ns.depart_to is not None and (ns.fill is None or not 0 <= ns.depart_to < ns.fill):
-        raise InputError("--depart-to", f"needs --fill and must be within [0, --fill), got {ns.depart_to}")
-    if ns.refill is not None and (ns.depart_to is None or not ns.depart_to < ns.refill <= 1):
-        raise InputError("--refill", f"needs --depart-to and must be within (--depart-to, 1], got {ns.refill}")
-    stop = Stop(
-        at_time=ns.time,
-        at_fill=ns.fill,
-        depart_to=ns.depart_to,
-        departures=ns.departures,
-        seed=ns.seed,
-        refill=ns.refill,
-    )
+    try:
+        stop = Stop(
+            at_time=ns.time,
+            at_fill=ns.fill,
+            depart_to=ns.depart_to,
+            departures=ns.departures,
+            seed=ns.seed,
+            refill=ns.refill,
+        )
+    except InputError as exc:  # Stop names its fields; a person typed flags
+
+        def flags(text: str) -> str:
+            return re.sub(r"\b(at_fill|at_time|depart_to|refill)\b", lambda m: _STOP_FLAGS[m.group(1)], text)
+
+        raise InputError(flags(exc.field), flags(exc.problem)) from None
     with Progress(f"replaying {ns.trace}") as progress:
         progress.step("reading the trace")
         if ns.trace == "dlrm":

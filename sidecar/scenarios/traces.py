@@ -78,20 +78,17 @@ class Stop:
     refill: float | None = None
 
     def __post_init__(self) -> None:
+        """Refuses a stop that cannot be played, naming the field (the CLI names its flag)."""
         if (self.at_time is None) == (self.at_fill is None):
-            raise ValueError("give exactly one of at_time and at_fill")
+            raise InputError("at_fill/at_time", "give exactly one of at_fill and at_time")
         if self.at_fill is not None and not 0 < self.at_fill <= 1:
-            raise ValueError(f"at_fill must be within (0, 1], got {self.at_fill}")
-        if self.depart_to is None:
-            if self.refill is not None:
-                raise ValueError("refill needs depart_to (arrivals resume after the departures)")
-            return
-        if self.at_fill is None or not 0 <= self.depart_to < self.at_fill:
-            raise ValueError(f"depart_to must be within [0, at_fill), got {self.depart_to} with at_fill {self.at_fill}")
+            raise InputError("at_fill", f"must be within (0, 1], got {self.at_fill}")
+        if self.depart_to is not None and (self.at_fill is None or not 0 <= self.depart_to < self.at_fill):
+            raise InputError("depart_to", f"needs at_fill and must be within [0, at_fill), got {self.depart_to}")
         if self.departures not in DEPARTURES:
-            raise ValueError(f"departures must be one of {', '.join(DEPARTURES)}, got {self.departures!r}")
-        if self.refill is not None and not self.depart_to < self.refill <= 1:
-            raise ValueError(f"refill must be within (depart_to, 1], got {self.refill} with depart_to {self.depart_to}")
+            raise InputError("departures", f"must be one of {', '.join(DEPARTURES)}, got {self.departures!r}")
+        if self.refill is not None and (self.depart_to is None or not self.depart_to < self.refill <= 1):
+            raise InputError("refill", f"needs depart_to and must be within (depart_to, 1], got {self.refill}")
 
 
 def _read(path: Path) -> list[dict[str, str]]:
