@@ -268,11 +268,13 @@ def check_requests(
 def check_identities(t: TaskArrays, namespaces: list[str]) -> None:
     """Every uid present and unique; every (namespace, name) unique; columnar names present."""
     n_col, n_tasks = t.n_col, len(t.uid)
-    if n_col and not all(t.uid[:n_col]):
+    uids = set(t.uid)
+    if "" in uids:  # only a column task can lack one: a row task's uid defaults to namespace/name
         raise InputError(f"task_columns.uid[{t.uid.index('')}]", "missing")
-    if len(set(t.uid)) != n_tasks:
+    if len(uids) != n_tasks:
         _raise_duplicate_uid(t.uid, n_col)
-    if len(set(t.name)) != n_tasks and len(set(zip(t.ns.tolist(), t.name, strict=True))) != n_tasks:
+    names = set(t.name)
+    if len(names) != n_tasks and len(set(zip(t.ns.tolist(), t.name, strict=True))) != n_tasks:
         _raise_duplicate_name(t.ns, t.name, namespaces, n_col)
-    if n_col and not all(t.name[:n_col]):
+    if "" in names:  # a row task without a name was refused already
         raise InputError(f"task_columns.name[{t.name.index('')}]", "missing")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 
 import numpy as np
@@ -75,6 +76,27 @@ MALFORMED = [
         'unknown effect "Sometimes"',
     ),
     ("taint key", lambda s: s.nodes[0].taints.add(effect="NoSchedule"), "nodes[0].taints[0].key", "missing"),
+    (
+        "taint on a later node",
+        lambda s: s.nodes[1].taints.extend([pb.Taint(key="a", effect="NoSchedule"), pb.Taint(key="b")]),
+        "nodes[1].taints[1].effect",
+        'unknown effect ""',
+    ),
+    ("empty resource name", lambda s: s.nodes[1].allocatable.__setitem__("", 1), 'nodes[1].allocatable[""]', "empty"),
+    (
+        "the first bad allocatable in node order",
+        lambda s: (s.nodes[1].allocatable.__setitem__("cpu", -1), s.nodes[1].allocatable.__setitem__("memory", -1)),
+        'nodes[1].allocatable["cpu"]',
+        "negative quantity",
+    ),
+    ("pod group namespace", lambda s: setattr(s.pod_groups[0], "namespace", ""), "pod_groups[0].namespace", "missing"),
+    ("pod group name", lambda s: s.pod_groups.add(namespace="default"), "pod_groups[1].name", "missing"),
+    (
+        "negative min task member",
+        lambda s: s.pod_groups[0].min_task_member.__setitem__("worker", -2),
+        'pod_groups[0].min_task_member["worker"]',
+        "negative value -2",
+    ),
 ]
 
 
@@ -220,3 +242,20 @@ def test_pods_allocatable_missing_means_unlimited() -> None:
     del n.allocatable["pods"]
     state = decode(snapshot([n], [task("a", "n")]))
     assert np.isinf(state.node_alloc[0, state.resource("pods")])
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_decode_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> None:
+    """Decoding holds off the cyclic collector (it creates no cycles, only objects); whether it
+    succeeds or refuses, the collector is back to the caller's setting afterwards."""
+    bad = base()
+    bad.nodes[0].name = ""
+    try:
+        (gc.enable if enabled else gc.disable)()
+        decode(base())
+        assert gc.isenabled() is enabled
+        with pytest.raises(InputError):
+            decode(bad)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
