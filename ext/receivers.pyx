@@ -7,11 +7,14 @@ import numpy as np
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
 
-cdef inline bint _worse(uint8_t s, double c, double left, int64_t r,
-                        uint8_t bs, double bc, double bleft, int64_t br) noexcept nogil:
-    """Is key (s, c, left, r) after key (bs, bc, bleft, br) in receiver order?"""
+cdef inline bint _worse(uint8_t s, double cap, double c, double left, int64_t r,
+                        uint8_t bs, double bcap, double bc, double bleft, int64_t br) noexcept nogil:
+    """Is key (s, cap, c, left, r) after key (bs, bcap, bc, bleft, br) in receiver order? (cap and
+    c are 0 where s: rule 3 orders only the nodes that may still be emptied)"""
     if s != bs:
         return s < bs
+    if cap != bcap:
+        return cap < bcap
     if c != bc:
         return c < bc
     if left != bleft:
@@ -21,11 +24,11 @@ cdef inline bint _worse(uint8_t s, double c, double left, int64_t r,
 
 def best_receiver(const double[::1] req, const Py_ssize_t[::1] dims, const double[:, ::1] free,
                   const int64_t[::1] pod_count, const double[::1] pod_cap, const uint8_t[::1] static_ok,
-                  const uint8_t[::1] allowed, const uint8_t[::1] stays, const double[::1] cost,
-                  const int64_t[::1] rank, Py_ssize_t goal, double tol):
+                  const uint8_t[::1] allowed, const uint8_t[::1] stays, const double[::1] capacity,
+                  const double[::1] cost, const int64_t[::1] rank, Py_ssize_t goal, double tol):
     cdef Py_ssize_t n, k, d, best = -1, n_nodes = free.shape[0], n_dims = dims.shape[0]
     cdef bint fits, better
-    cdef double left, best_left = 0.0, c, best_cost = 0.0
+    cdef double left, best_left = 0.0, c, best_cost = 0.0, cap, best_cap = 0.0
     cdef uint8_t best_stays = 0
     with nogil:
         for n in range(n_nodes):
@@ -41,10 +44,12 @@ def best_receiver(const double[::1] req, const Py_ssize_t[::1] dims, const doubl
                 continue
             left = free[n, goal] - req[goal]
             c = 0.0 if stays[n] else cost[n]
+            cap = 0.0 if stays[n] else capacity[n]
             # the receiver order, written once: _worse
-            better = best < 0 or _worse(best_stays, best_cost, best_left, rank[best], stays[n], c, left, rank[n])
+            better = best < 0 or _worse(best_stays, best_cap, best_cost, best_left, rank[best],
+                                        stays[n], cap, c, left, rank[n])
             if better:
-                best, best_stays, best_cost, best_left = n, stays[n], c, left
+                best, best_stays, best_cap, best_cost, best_left = n, stays[n], cap, c, left
     return best
 
 
@@ -65,7 +70,7 @@ cdef class NodeSearch:
     cdef Py_ssize_t[:, ::1] live_pos
     cdef double min_goal
     cdef const int64_t[::1] pod_count, rank
-    cdef const double[::1] pod_cap, cost
+    cdef const double[::1] pod_cap, capacity, cost
     cdef const uint8_t[::1] allowed, stays
     cdef Py_ssize_t goal
     cdef double tol
@@ -86,14 +91,15 @@ cdef class NodeSearch:
                  const Py_ssize_t[::1] static_nodes, const Py_ssize_t[::1] static_bounds, const double[:, ::1] alloc, const double[:, ::1] used,
                  const double[:, ::1] releasing, const double[:, ::1] pipelined, const double[:, ::1] future,
                  const int64_t[::1] pod_count, const double[::1] pod_cap, const uint8_t[::1] allowed,
-                 const uint8_t[::1] stays, const double[::1] cost, const int64_t[::1] rank, Py_ssize_t goal,
+                 const uint8_t[::1] stays, const double[::1] capacity, const double[::1] cost,
+                 const int64_t[::1] rank, Py_ssize_t goal,
                  double tol, Py_ssize_t[::1] slot, double[:, ::1] ov_used, double[:, ::1] ov_future,
                  int64_t[::1] ov_count, Py_ssize_t[::1] prev_slot, Py_ssize_t[::1] targets):
         self.req, self.fit, self.static_row = req, fit, static_row
         self.static_nodes, self.static_bounds = static_nodes, static_bounds
         self.alloc, self.used, self.releasing, self.pipelined, self.future = alloc, used, releasing, pipelined, future
         self.pod_count, self.pod_cap, self.allowed, self.stays = pod_count, pod_cap, allowed, stays
-        self.cost, self.rank, self.goal, self.tol = cost, rank, goal, tol
+        self.capacity, self.cost, self.rank, self.goal, self.tol = capacity, cost, rank, goal, tol
         self.slot, self.ov_used, self.ov_future, self.ov_count = slot, ov_used, ov_future, ov_count
         self.prev_slot, self.targets = prev_slot, targets
         self.stuck_at = np.zeros(targets.shape[0], np.uint8)
@@ -203,6 +209,7 @@ cdef class NodeSearch:
         cdef bint fits, has_last = False, ok = False
         cdef uint8_t st, best_st = 0, last_st = 0
         cdef double c, left, best_c = 0.0, best_left = 0.0, last_c = 0.0, last_left = 0.0, u, tol = self.tol
+        cdef double cap, best_cap = 0.0, last_cap = 0.0
         cdef int64_t count, last_rank = 0
         cdef const double* row
         cdef Py_ssize_t goal = self.goal
@@ -240,11 +247,14 @@ cdef class NodeSearch:
                     continue
                 st = self.stays[n]
                 c = 0.0 if st else self.cost[n]
+                cap = 0.0 if st else self.capacity[n]
                 left = row[goal] - self.req[p, goal]
-                if has_last and not _worse(st, c, left, self.rank[n], last_st, last_c, last_left, last_rank):
+                if has_last and not _worse(st, cap, c, left, self.rank[n],
+                                           last_st, last_cap, last_c, last_left, last_rank):
                     continue
-                if best < 0 or _worse(best_st, best_c, best_left, self.rank[best], st, c, left, self.rank[n]):
-                    best, best_st, best_c, best_left = n, st, c, left
+                if best < 0 or _worse(best_st, best_cap, best_c, best_left, self.rank[best],
+                                      st, cap, c, left, self.rank[n]):
+                    best, best_st, best_cap, best_c, best_left = n, st, cap, c, left
             if best < 0 and not has_last:
                 self.stuck_at[k] = 1
             if best < 0 or budget <= 0:
@@ -258,6 +268,7 @@ cdef class NodeSearch:
                     self._count(k, n, -1)
                 last_st = self.stays[n]
                 last_c = 0.0 if last_st else self.cost[n]
+                last_cap = 0.0 if last_st else self.capacity[n]
                 s = self.slot[n]
                 row = &self.ov_future[s, 0] if s >= 0 else &self.future[n, 0]
                 last_left = row[goal] - self.req[a + k, goal]

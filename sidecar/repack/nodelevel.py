@@ -84,6 +84,7 @@ class NodeLevelPods:
             receivers.pod_cap,
             receivers.allowed.view(np.uint8),
             receivers.stays.view(np.uint8),
+            receivers.capacity,
             receivers.cost,
             receivers.rank,
             receivers.goal,

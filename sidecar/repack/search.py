@@ -36,7 +36,7 @@ from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.types import Subject
 from sidecar.repack import receivers
-from sidecar.repack.receivers import Receivers, key
+from sidecar.repack.receivers import Key, Receivers, key
 from sidecar.snapshot.units import TOLERANCE
 
 F64 = npt.NDArray[np.float64]
@@ -101,7 +101,8 @@ class PodsInput:
     pod_cap: F64
     allowed: U8  # rule 1
     stays: U8  # rule 2
-    cost: F64  # rule 3 (ignored where stays)
+    capacity: F64  # rule 3, first (ignored where stays)
+    cost: F64  # rule 3, then (ignored where stays)
     rank: I64  # node-name rank
     goal: int
     budget: int = PLACEMENT_BUDGET
@@ -175,9 +176,9 @@ def place_pods_twin(inp: PodsInput, stuck: set[int] | None = None) -> list[int] 
         stack = overlay.get(n)
         return stack[-1] if stack else (inp.used[n], inp.future[n], int(inp.pod_count[n]))
 
-    def node_key(k: int, n: int) -> tuple[int, float, float, int]:
+    def node_key(k: int, n: int) -> Key:
         left = float(rows(n)[1][inp.goal] - inp.req[k, inp.goal])
-        return key(bool(inp.stays[n]), float(inp.cost[n]), left, int(inp.rank[n]))
+        return key(bool(inp.stays[n]), float(inp.capacity[n]), float(inp.cost[n]), left, int(inp.rank[n]))
 
     def feasible(k: int, n: int) -> bool:
         _, future, count = rows(n)
@@ -188,7 +189,7 @@ def place_pods_twin(inp: PodsInput, stuck: set[int] | None = None) -> list[int] 
 
     n_pods, budget = inp.req.shape[0], inp.budget
     targets: list[int] = []
-    last: tuple[int, float, float, int] | None = None  # key of the receiver just undone at this level
+    last: Key | None = None  # key of the receiver just undone at this level
     while len(targets) < n_pods:
         k = len(targets)
         keyed = [(node_key(k, n), n) for n in range(inp.future.shape[0]) if feasible(k, n)]
@@ -251,6 +252,7 @@ def bind(inp: PodsInput, max_pods: int) -> Any:
         inp.pod_cap,
         inp.allowed,
         inp.stays,
+        inp.capacity,
         inp.cost,
         inp.rank,
         inp.goal,

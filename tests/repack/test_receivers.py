@@ -27,6 +27,7 @@ def receiver_inputs(draw):  # type: ignore[no-untyped-def]
         static_ok=draw(hnp.arrays(np.uint8, n, elements=u8)),
         allowed=draw(hnp.arrays(np.uint8, n, elements=u8)),
         stays=draw(hnp.arrays(np.uint8, n, elements=u8)),
+        capacity=draw(hnp.arrays(np.float64, n, elements=small)),
         cost=draw(hnp.arrays(np.float64, n, elements=small)),
         rank=np.array(draw(st.permutations(range(n))), np.int64),
         goal=draw(st.integers(0, r - 1)),
@@ -54,10 +55,13 @@ def test_order_walks_the_key(inp: ReceiverInput) -> None:
     nodes = np.flatnonzero(inp.allowed)
     left = inp.free[nodes, inp.goal] - inp.req[inp.goal]
     stays = inp.stays.astype(bool)
-    walked = list(receivers.order(nodes, stays, inp.cost, left, inp.rank))
+    walked = list(receivers.order(nodes, stays, inp.capacity, inp.cost, left, inp.rank))
     assert sorted(walked) == nodes.tolist()
     left_of = dict(zip(nodes.tolist(), left.tolist(), strict=True))
-    keys = [receivers.key(bool(stays[n]), float(inp.cost[n]), left_of[n], int(inp.rank[n])) for n in walked]
+    keys = [
+        receivers.key(bool(stays[n]), float(inp.capacity[n]), float(inp.cost[n]), left_of[n], int(inp.rank[n]))
+        for n in walked
+    ]
     assert keys == sorted(keys)
 
 

@@ -51,6 +51,7 @@ def pods_inputs(draw):  # type: ignore[no-untyped-def]
         pod_cap=draw(hnp.arrays(np.float64, n, elements=st.integers(0, 5).map(float))),
         allowed=draw(hnp.arrays(np.uint8, n, elements=u8)),
         stays=draw(hnp.arrays(np.uint8, n, elements=u8)),
+        capacity=draw(hnp.arrays(np.float64, n, elements=st.integers(0, 2).map(float))),
         cost=draw(hnp.arrays(np.float64, n, elements=st.integers(0, 2).map(float))),
         rank=np.array(draw(st.permutations(range(n))), np.int64),
         goal=draw(st.integers(0, r - 1)),
@@ -112,8 +113,9 @@ def test_kernel_agrees_with_twin(data: st.DataObject) -> None:
 
 
 def backtracking_case(budget: int) -> PodsInput:
-    """Two 3-card pods; node 0 is the tighter fit for the first, but only node 0 has the cpu the
-    second needs -- so the first must go to node 1. Resources: [gpu, cpu]."""
+    """Two 3-card pods; node 0 is the tighter fit for the first (both stay occupied, so rule 4
+    decides), but only node 0 has the cpu the second needs -- so the first must go to node 1.
+    Resources: [gpu, cpu]."""
     alloc = np.array([[3.0, 20.0], [4.0, 5.0]])
     zeros = np.zeros_like(alloc)
     return PodsInput(
@@ -129,7 +131,8 @@ def backtracking_case(budget: int) -> PodsInput:
         pod_count=np.zeros(2, np.int64),
         pod_cap=np.full(2, 110.0),
         allowed=np.ones(2, np.uint8),
-        stays=np.zeros(2, np.uint8),
+        stays=np.ones(2, np.uint8),
+        capacity=alloc[:, 0].copy(),
         cost=np.zeros(2),
         rank=np.arange(2, dtype=np.int64),
         goal=0,
