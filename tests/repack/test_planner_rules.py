@@ -314,3 +314,17 @@ def test_one_preparation_serves_every_run_and_a_run_leaves_it_untouched() -> Non
     assert runs[0].moves and runs[0].gang.totals().moved_pods == len(runs[0].moves)
     assert prep.outcomes == outcomes and (prep.pinned == pinned).all()
     assert not prep.gang.moves.any() and prep.gang.totals() == (0, 0, 0, 0.0, 0)
+
+
+def test_rule_3_fills_the_larger_node_and_keeps_the_smaller_for_emptying() -> None:
+    """c and l (8 cards) and s (2 cards) hold one card each; s's pod is half of a gang whose
+    other half sits on the full node f, so s costs more to empty. c goes first (c and l tie; name).
+    Rule 3 by interruption cost alone would send c's pod to s (costlier) and strand l's; by
+    capacity first it goes to l, which then takes s's pod too: two nodes freed, not one."""
+    c = Cluster().node("c").node("l").node("s", cards=2).node("f")
+    c.group("jc", 1).group("jl", 1).group("g", 2).group("big", 1)
+    c.pod("jc-0", "c", 1, group="jc").pod("jl-0", "l", 1, group="jl")
+    c.pod("g-0", "s", 1, group="g").pod("g-1", "f", 1, group="g").pod("big-0", "f", 7, group="big")
+    status = plan(c)
+    assert sorted(moves(status)) == [("g-0", "s", "l"), ("jc-0", "c", "l")]
+    assert status.plan.summary.freed_node_count == 2  # by interruption cost alone: jc-0 to s, 1 freed
