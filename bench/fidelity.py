@@ -83,6 +83,17 @@ class Oracle:
         answers: list[list[dict[str, Any]]] = answer["answers"]
         return answers
 
+    def session_body(self, objects: list[Obj], conf: str, path: Path) -> None:
+        """Write the session of ``objects`` under ``conf`` to ``path`` as Volcano's extender plugin
+        marshals it for onSessionOpen (its own json.Marshal of its own structs)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        case = {"objects": objects, "confs": [conf], "tasks": [], "sessionBodyTo": str(path)}
+        self.proc.stdin.write(json.dumps(case) + "\n")
+        self.proc.stdin.flush()
+        answer: dict[str, Any] = json.loads(self.proc.stdout.readline())
+        if answer.get("error"):
+            raise RuntimeError(f"volcano-oracle: {answer['error']}")
+
     def close(self) -> None:
         if self.proc.stdin is not None:
             self.proc.stdin.close()

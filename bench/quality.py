@@ -27,6 +27,7 @@ from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.mirror.core import Mirror
 from sidecar.repack import exact
 from sidecar.repack.planner import Planner
+from sidecar.repack.result import PlanResult
 from sidecar.repack.spec import RunSpec, validate
 from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.snapshot.decode import decode
@@ -64,16 +65,45 @@ def optimum(state: ClusterState, run: RunSpec, time_limit: float) -> tuple[int, 
     """Exact maximum number of freed nodes: the sidecar's own exact model
     (sidecar/repack/exact.py, ``planner.strategy: Exact``) solved from scratch, with no size cap.
     RuntimeError when the model cannot express the instance (pod affinity, spread, ports)."""
+    best, status, _ = optimum_nodes(state, run, time_limit)
+    return best, status
+
+
+def optimum_nodes(state: ClusterState, run: RunSpec, time_limit: float) -> tuple[int, str, list[int]]:
+    """:func:`optimum`, with the nodes the optimal solution empties."""
     planner = Planner(Mirror(state), run)
     cands = planner.prepare().candidates
     if not cands:
-        return 0, "no candidates"
+        return 0, "no candidates", []
     try:
         model = exact.Model(planner, cands, max_pairs=None)
     except exact.Unsupported as exc:
         raise RuntimeError(f"the exact model cannot express this instance: {exc}") from exc
     solution = model.solve(None, time_limit)
-    return (len(solution.emptied) if solution is not None else 0), model.status
+    nodes = [cands[ci].node for ci in solution.emptied] if solution is not None else []
+    return len(nodes), model.status, nodes
+
+
+def why_short(state: ClusterState, greedy: PlanResult, optimal: list[int]) -> str:
+    """Which choices kept the greedy below the optimum: the nodes it emptied that the optimum
+    keeps, and for each node only the optimum empties, what the greedy did with it (a receiver
+    of which emptied nodes' pods, or its explanation)."""
+    name = state.node_names
+    ours, best = set(greedy.freed), set(optimal)
+    parts = []
+    for n in sorted(ours - best, key=lambda n: name[n]):
+        targets = sorted({m.target for m in greedy.moves if m.source == n}, key=lambda t: name[t])
+        parts.append(f"the greedy emptied {name[n]} (kept by the optimum) into {', '.join(name[t] for t in targets)}")
+    for n in sorted(best - ours, key=lambda n: name[n]):
+        sources = sorted({m.source for m in greedy.moves if m.target == n}, key=lambda s: name[s])
+        if sources:
+            senders = ", ".join(name[s] for s in sources)
+            parts.append(f"{name[n]} (emptied by the optimum) received the pods of {senders}")
+        else:
+            o = greedy.outcomes.get(n)
+            what = f"{o.reason}: {o.message}" if o is not None else "no candidate"
+            parts.append(f"{name[n]} (emptied by the optimum) was not emptied ({what})")
+    return "; ".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rng = np.random.default_rng(ns.seed)
     ratios: list[float] = []
-    gaps: list[tuple[int, int, int]] = []
+    gaps: list[tuple[int, int, int, str]] = []
     zero_both = 0
     exact_ratios: list[float] = []
     exact_wins = 0
@@ -104,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         improved = exact.improve(planner, planner.prepare(), greedy)
         with_exact = len(improved.freed) if improved is not None else planned
         exact_wins += with_exact > planned
-        best, status = optimum(state, run, ns.time_limit)
+        best, status, optimal = optimum_nodes(state, run, ns.time_limit)
         if status not in ("Optimal", "no fragmentation", "no candidates"):
             not_optimal += 1
         if planned > best and status == "Optimal":
@@ -115,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         ratios.append(planned / best)
         exact_ratios.append(with_exact / best)
         if planned < best:
-            gaps.append((k, planned, best))
+            gaps.append((k, planned, best, why_short(state, greedy, optimal)))
     mean = statistics.fmean(ratios) if ratios else float("nan")
     print(
         f"planner quality vs exact optimum (HiGHS): {ns.instances} instances <= {ns.max_nodes} nodes, "
@@ -134,8 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         f"  planner.strategy Exact: mean freed/optimal {exact_mean:.3f} {'✔' if exact_mean >= GOAL else '✘'} "
         f"(goal >= {GOAL}); beats greedy on {exact_wins} instances"
     )
-    for k, got, best in gaps[:10]:
-        print(f"    worst: instance {k} (seed {ns.seed}): greedy frees {got} of {best}")
+    for k, got, best, why in gaps[:10]:
+        print(f"    worst: instance {k} (seed {ns.seed}): greedy frees {got} of {best}: {why}")
     print(f"  total time {time.perf_counter() - start:.1f} s")
     save(
         "quality",
@@ -145,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             "mean_ratio": mean,
             "exact_mean_ratio": exact_mean,
             "exact_beats_greedy": exact_wins,
-            "below_optimum": gaps[:50],
+            "below_optimum": [list(g) for g in gaps[:50]],
             "machine": machine(),
         },
     )

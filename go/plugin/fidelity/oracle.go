@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -30,6 +31,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/cache"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 	"volcano.sh/volcano/pkg/scheduler/metrics"
+	"volcano.sh/volcano/pkg/scheduler/plugins/extender"
 	"volcano.sh/volcano/pkg/scheduler/util"
 )
 
@@ -44,6 +46,10 @@ type Case struct {
 	Objects []json.RawMessage `json:"objects"`
 	Confs   []string          `json:"confs"`
 	Tasks   []string          `json:"tasks"`
+	// SessionBodyTo, when set, names a file the oracle writes the session of Confs[0] to, as
+	// Volcano's extender plugin marshals it for onSessionOpen (bench.extender's bodies), instead
+	// of answering Tasks.
+	SessionBodyTo string `json:"sessionBodyTo,omitempty"`
 }
 
 // NodeAnswer is Volcano's answer for one node.
@@ -82,6 +88,15 @@ func Evaluate(c Case) (out Answer) {
 			out = Answer{Error: fmt.Sprintf("panic: %v\n%s", r, debug.Stack())}
 		}
 	}()
+	if c.SessionBodyTo != "" {
+		if len(c.Confs) == 0 {
+			return Answer{Error: "sessionBodyTo: needs a conf"}
+		}
+		if err := writeSessionBody(c.Objects, c.Confs[0], c.SessionBodyTo); err != nil {
+			return Answer{Error: fmt.Sprintf("sessionBodyTo: %v", err)}
+		}
+		return Answer{}
+	}
 	for i, conf := range c.Confs {
 		answers, err := evaluate(c.Objects, conf, c.Tasks)
 		if err != nil {
@@ -92,12 +107,52 @@ func Evaluate(c Case) (out Answer) {
 	return out
 }
 
-// evaluate opens one session of the cluster under conf (a fresh mock cache: a session's plugins
-// may keep state in it) and answers each task.
+// evaluate opens one session of the cluster under conf and answers each task.
 func evaluate(objects []json.RawMessage, conf string, keys []string) ([]TaskAnswer, error) {
+	ssn, pods, done, err := openSession(objects, conf)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	out := make([]TaskAnswer, 0, len(keys))
+	for _, key := range keys {
+		task, err := findTask(ssn, pods, key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, answerTask(ssn, task))
+	}
+	return out, nil
+}
+
+// writeSessionBody writes the session of the cluster under conf to path, marshalled as the
+// extender plugin's onSessionOpen does (plugins/extender: json.Marshal of an
+// OnSessionOpenRequest holding the session's maps).
+func writeSessionBody(objects []json.RawMessage, conf, path string) error {
+	ssn, _, done, err := openSession(objects, conf)
+	if err != nil {
+		return err
+	}
+	defer done()
+	body, err := json.Marshal(&extender.OnSessionOpenRequest{
+		Jobs:           ssn.Jobs,
+		Nodes:          ssn.Nodes,
+		Queues:         ssn.Queues,
+		NamespaceInfo:  ssn.NamespaceInfo,
+		RevocableNodes: ssn.RevocableNodes,
+	})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, body, 0o600)
+}
+
+// openSession opens one session of the cluster under conf (a fresh mock cache: a session's
+// plugins may keep state in it); done closes it. Also the pods, for tasks of no PodGroup.
+func openSession(objects []json.RawMessage, conf string) (*framework.Session, []*v1.Pod, func(), error) {
 	_, tiers, configurations, _, err := scheduler.UnmarshalSchedulerConf(conf)
 	if err != nil {
-		return nil, fmt.Errorf("conf: %w", err)
+		return nil, nil, nil, fmt.Errorf("conf: %w", err)
 	}
 	sc := cache.NewCustomMockSchedulerCache(SchedulerName, util.NewFakeBinder(0), util.NewFakeEvictor(0),
 		&util.FakeStatusUpdater{}, nil, &record.FakeRecorder{})
@@ -108,34 +163,34 @@ func evaluate(objects []json.RawMessage, conf string, keys []string) ([]TaskAnsw
 	for i, raw := range objects {
 		var k kinded
 		if err := json.Unmarshal(raw, &k); err != nil {
-			return nil, fmt.Errorf("objects[%d]: %w", i, err)
+			return nil, nil, nil, fmt.Errorf("objects[%d]: %w", i, err)
 		}
 		switch k.Kind {
 		case "Namespace":
 			var ns v1.Namespace
 			if err := json.Unmarshal(raw, &ns); err != nil {
-				return nil, fmt.Errorf("objects[%d]: %w", i, err)
+				return nil, nil, nil, fmt.Errorf("objects[%d]: %w", i, err)
 			}
 			// through the client: the informers Volcano's predicates read namespaces from
 			if _, err := sc.Client().CoreV1().Namespaces().Create(context.Background(), &ns, metav1.CreateOptions{}); err != nil {
-				return nil, fmt.Errorf("objects[%d]: %w", i, err)
+				return nil, nil, nil, fmt.Errorf("objects[%d]: %w", i, err)
 			}
 		case "Node":
 			var n v1.Node
 			if err := json.Unmarshal(raw, &n); err != nil {
-				return nil, fmt.Errorf("objects[%d]: %w", i, err)
+				return nil, nil, nil, fmt.Errorf("objects[%d]: %w", i, err)
 			}
 			nodes = append(nodes, &n)
 		case "Pod":
 			var p v1.Pod
 			if err := json.Unmarshal(raw, &p); err != nil {
-				return nil, fmt.Errorf("objects[%d]: %w", i, err)
+				return nil, nil, nil, fmt.Errorf("objects[%d]: %w", i, err)
 			}
 			pods = append(pods, &p)
 		case "PodGroup":
 			var g schedulingv1beta1.PodGroup
 			if err := json.Unmarshal(raw, &g); err != nil {
-				return nil, fmt.Errorf("objects[%d]: %w", i, err)
+				return nil, nil, nil, fmt.Errorf("objects[%d]: %w", i, err)
 			}
 			if g.Spec.Queue == "" {
 				g.Spec.Queue = "default"
@@ -145,7 +200,6 @@ func evaluate(objects []json.RawMessage, conf string, keys []string) ([]TaskAnsw
 		}
 	}
 	stop := make(chan struct{})
-	defer close(stop)
 	sc.Run(stop)
 	for q := range queues {
 		sc.AddQueueV1beta1(util.BuildQueue(q, 1, nil))
@@ -160,17 +214,10 @@ func evaluate(objects []json.RawMessage, conf string, keys []string) ([]TaskAnsw
 		sc.AddPodGroupV1beta1(g)
 	}
 	ssn := framework.OpenSession(sc, tiers, configurations)
-	defer framework.CloseSession(ssn)
-
-	out := make([]TaskAnswer, 0, len(keys))
-	for _, key := range keys {
-		task, err := findTask(ssn, pods, key)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, answerTask(ssn, task))
-	}
-	return out, nil
+	return ssn, pods, func() {
+		framework.CloseSession(ssn)
+		close(stop)
+	}, nil
 }
 
 // answerTask is the allocate action's view of one task: PrePredicateFn, the predicate per node,

@@ -2,6 +2,7 @@ package fidelity
 
 import (
 	"encoding/json"
+	"os"
 	"testing"
 
 	// as cmd/volcano-oracle: the actions and plugins a conf names register themselves
@@ -105,5 +106,42 @@ func TestEvaluateNamesTheBadInput(t *testing.T) {
 	ans = Evaluate(Case{Confs: []string{conf}, Tasks: []string{"ns/none"}})
 	if ans.Error != `confs[0]: task "ns/none": no such pod` {
 		t.Fatalf("answer %+v", ans)
+	}
+}
+
+// The session body is what the extender plugin sends on onSessionOpen: Volcano's structs by Go
+// field name, the session's jobs (their tasks keyed by UID) and nodes.
+func TestSessionBodyIsTheExtenderPluginsMarshalling(t *testing.T) {
+	path := t.TempDir() + "/body.json"
+	objects := []json.RawMessage{
+		obj(t, m{"apiVersion": "v1", "kind": "Namespace", "metadata": m{"name": "ns"}}),
+		obj(t, node("n1")), obj(t, node("n2")),
+		obj(t, group("a")), obj(t, pod("a", "n1", "1")),
+	}
+	if ans := Evaluate(Case{Objects: objects, Confs: []string{conf}, SessionBodyTo: path}); ans.Error != "" || ans.Answers != nil {
+		t.Fatalf("%+v", ans)
+	}
+	var body struct {
+		Jobs map[string]struct {
+			Tasks map[string]struct{ Name, NodeName string }
+		}
+		Nodes map[string]struct{ Name string }
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body.Nodes) != 2 || body.Nodes["n1"].Name != "n1" {
+		t.Errorf("nodes %+v", body.Nodes)
+	}
+	job, ok := body.Jobs["ns/g-a"]
+	if !ok || job.Tasks["uid-a"].NodeName != "n1" {
+		t.Errorf("jobs %+v", body.Jobs)
+	}
+	if ans := Evaluate(Case{Objects: objects, SessionBodyTo: path}); ans.Error == "" {
+		t.Error("no conf: no error")
 	}
 }
