@@ -93,7 +93,8 @@ class NodeChecks:
             index: dict[tuple[tuple[str, str, str], ...], int] = {}
             ids = np.empty(self.state.n_nodes, np.int32)
             for i, node in enumerate(self.state.nodes):
-                key = tuple((t.key, t.value, t.effect) for t in node.taints)
+                taints = node.taints
+                key = tuple((t.key, t.value, t.effect) for t in taints) if taints else ()
                 j = index.get(key)
                 if j is None:
                     j = index[key] = len(sets)

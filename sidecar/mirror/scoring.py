@@ -63,7 +63,9 @@ class NodeOrder:
         self.state = predicates.state
         self.conf = conf
         self._holders: npt.NDArray[np.bool_] | None = None
-        self._any_soft_taint = any(t.effect == PREFER_NO_SCHEDULE for n in self.state.nodes for t in n.taints)
+        self._any_soft_taint = any(
+            t.effect == PREFER_NO_SCHEDULE for n in self.state.nodes if n.taints for t in n.taints
+        )  # "if n.taints": iterating an empty protobuf container costs an IndexError
 
     def _term_holders(self) -> npt.NDArray[np.bool_]:
         """Per profile: does it carry pod (anti-)affinity terms that can score other pods?"""

@@ -89,7 +89,8 @@ class Simulation:
         if self._ports is None:
             ports: dict[int, Counter[PortKey]] = {}
             state = self.state
-            with_ports = {i for i, p in enumerate(state.profiles) if any(hp.port for hp in p.host_ports)}
+            profiles = state.profiles
+            with_ports = {i for i, p in enumerate(profiles) if p.host_ports and any(hp.port for hp in p.host_ports)}
             if with_ports:
                 for t in np.flatnonzero(self.on_node() & np.isin(state.task_profile, list(with_ports))):
                     counter = ports.setdefault(int(self.node_of[t]), Counter())
