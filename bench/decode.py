@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'row per pod':<22}{len(row_bytes) / 1e6:>9.1f}{row_s * 1e3:>11.1f}{min(row_all) * 1e3:>9.1f}")
     print(f"  columnar parse alone: {parse_s * 1e3:.1f} ms")
     print(f"  ratio row/columnar: {row_s / col_s:.2f}x")
-    verdict = "met" if col_s * 1e3 <= GOAL_MS else "MISSED"
+    verdict = "✔" if col_s * 1e3 <= GOAL_MS else "✘"
     print(f"  goal columnar <= {GOAL_MS:.0f} ms: {verdict} ({col_s * 1e3:.1f} ms)")
     save(
         "decode",
