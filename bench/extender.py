@@ -3,7 +3,8 @@
     python -m bench.extender [--nodes 1000 5000] [--pods-per-node 4.3] [--repeats 3]
 
 Bodies are Volcano's own: the cluster (a synth snapshot as Kubernetes objects) opens a session in
-``volcano-oracle`` (Volcano's scheduler cache and framework, go/plugin/fidelity), which writes it
+``volcano-oracle`` (Volcano's scheduler cache and framework, go/plugin/fidelity; the objects padded
+with managedFields and node images as a live cluster's are), which writes it
 with the extender plugin's own ``json.Marshal`` of its ``OnSessionOpenRequest`` -- every field
 Volcano sends, as it spells it. ``--bodies python`` uses sidecar.scenarios.volcano_session's
 Volcano-shaped bodies instead (no Go toolchain needed; smaller: fewer of Volcano's fields). For
@@ -35,7 +36,7 @@ from bench.fidelity import Oracle, oracle_binary
 from sidecar.mirror.conf import DEFAULT_CONF
 from sidecar.sandbox.objects import objects_from_snapshot
 from sidecar.scenarios.synth import SynthOptions, synth
-from sidecar.scenarios.volcano_session import MASTER, session_body
+from sidecar.scenarios.volcano_session import MASTER, pad, session_body
 from sidecar.server.extender import ExtenderServer
 from sidecar.service import RepackService
 from sidecar.snapshot.decode import decode
@@ -75,7 +76,7 @@ def body_for(nodes: int, pods_per_node: float, seed: int, bodies: str = "go") ->
         return session_body(snap, objects, MASTER), len(snap.tasks)
     with tempfile.TemporaryDirectory() as tmp, Oracle(oracle_binary()) as oracle:
         path = Path(tmp) / "body.json"
-        oracle.session_body(objects, DEFAULT_CONF, path)
+        oracle.session_body(pad(objects), DEFAULT_CONF, path)
         return path.read_bytes(), len(snap.tasks)
 
 

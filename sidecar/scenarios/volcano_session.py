@@ -161,11 +161,6 @@ def _node_info(node: pb.Node, obj: Obj, tasks: dict[str, Obj], rel: Release) -> 
     obj.setdefault("status", {})["conditions"] = [
         {"type": "Ready", "status": "True", "lastHeartbeatTime": _TIME, "reason": "KubeletReady"}
     ]
-    if rel.images:
-        obj["status"]["images"] = [
-            {"names": [f"registry.example.com/team/image-{i}@sha256:{i:064x}"], "sizeBytes": 10**9 + i}
-            for i in range(rel.images)
-        ]
     alloc = dict(node.allocatable)
     held = [i for i in tasks.values() if i["Status"] & ~(ts.SUCCEEDED | ts.FAILED)]
     used: dict[str, float] = {}
@@ -200,14 +195,27 @@ def _node_info(node: pb.Node, obj: Obj, tasks: dict[str, Obj], rel: Release) -> 
     }
 
 
+def pad(objects: list[Obj], rel: Release = MASTER) -> list[Obj]:
+    """``objects`` (in place) with what a live cluster's carry and the planner skips:
+    ``managedFields`` on Pods, Nodes and PodGroups, ``images`` on Nodes. Also used for the bodies
+    Volcano's own code marshals (bench.extender)."""
+    for o in objects:
+        if rel.managed_fields and o["kind"] in ("Pod", "Node", "PodGroup"):
+            o["metadata"]["managedFields"] = _managed(rel.managed_fields)
+        if rel.images and o["kind"] == "Node":
+            o.setdefault("status", {})["images"] = [
+                {"names": [f"registry.example.com/team/image-{i}@sha256:{i:064x}"], "sizeBytes": 10**9 + i}
+                for i in range(rel.images)
+            ]
+    return objects
+
+
 def session_dict(snap: pb.Snapshot, objects: list[Obj], rel: Release = MASTER) -> Obj:
     """The OnSessionOpenRequest of ``snap``; ``objects`` are its Kubernetes objects."""
     rows = to_rows(snap)
     by_kind: dict[str, dict[tuple[str, str], Obj]] = {}
-    for o in objects:
+    for o in pad(objects, rel):
         m = o["metadata"]
-        if rel.managed_fields and o["kind"] in ("Pod", "Node", "PodGroup"):
-            m["managedFields"] = _managed(rel.managed_fields)
         by_kind.setdefault(o["kind"], {})[(m.get("namespace", ""), m["name"])] = o
     pods, nodes_k, pgs = by_kind.get("Pod", {}), by_kind.get("Node", {}), by_kind.get("PodGroup", {})
     groups = {(g.namespace, g.name): g for g in rows.pod_groups}
