@@ -98,3 +98,17 @@ def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealClust
         yield cluster
     finally:
         cluster.down()
+
+
+@pytest.fixture(scope="session")
+def volcano_oracle() -> Path:
+    """The ``volcano-oracle`` binary (Volcano's compiled code, built with the real control plane
+    by go/controlplane/build.sh); skipped where that cannot be built, except in CI."""
+    from bench import fidelity
+
+    try:
+        return fidelity.oracle_binary()
+    except RuntimeError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"volcano-oracle is built with the real control plane, which is not available: {exc}")

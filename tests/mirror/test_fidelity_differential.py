@@ -11,8 +11,8 @@ and must be fixed (with a regression test citing the upstream file) or documente
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -22,14 +22,8 @@ SEEDS = range(1, 171)  # ~5,000 pairs, ~15 s
 
 
 @pytest.fixture(scope="module")
-def pool() -> Iterator[F.OraclePool]:
-    try:
-        binary = F.oracle_binary()
-    except RuntimeError as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"volcano-oracle is built with the real control plane, which is not available: {exc}")
-    with F.OraclePool(binary) as p:
+def pool(volcano_oracle: Path) -> Iterator[F.OraclePool]:
+    with F.OraclePool(volcano_oracle) as p:
         yield p
 
 

@@ -5,7 +5,6 @@ objects describe: the same nodes, tasks, placements and PodGroups, and the same 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,14 +22,8 @@ from tests.server.test_extender_decode import GUIDE, answers, plan
 
 
 @pytest.fixture(scope="module")
-def oracle() -> Iterator[F.Oracle]:
-    try:
-        binary = F.oracle_binary()
-    except RuntimeError as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"volcano-oracle is built with the real control plane, which is not available: {exc}")
-    with F.Oracle(binary) as o:
+def oracle(volcano_oracle: Path) -> Iterator[F.Oracle]:
+    with F.Oracle(volcano_oracle) as o:
         yield o
 
 
