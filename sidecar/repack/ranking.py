@@ -124,7 +124,9 @@ class RoundScores:
     incrementally: ``live`` follows the table's ``alive`` and ``retry_at`` (read live), and
     :meth:`changed` names the candidates whose ``delta`` column was rewritten since the last round.
     Within a round the caller takes candidates out with :meth:`skip`; the next round puts them
-    back before it looks at what changed."""
+    back before it looks at what changed. With the kernel built, a round is one pass of
+    ``ext/ranking.pyx``'s ``round_update`` (each dimension's extremes kept with how many live
+    values hold them); the Python form below is its twin. The form is chosen once, at creation."""
 
     def __init__(self, delta: F64, weights: F64, alive: Bools, retry_at: npt.NDArray[np.int64]) -> None:
         self.delta, self.weights, self.alive, self.retry_at = delta, weights, alive, retry_at
@@ -137,6 +139,10 @@ class RoundScores:
         self._dirty: set[int] = set()
         self._skipped: list[tuple[int, float]] = []
         self._changes: Indices = np.empty(delta.shape[1], np.intp)
+        self._kernel = _K if dispatch.mode(_K) == "kernel" else None
+        n_dims = delta.shape[0]  # the kernel's extremes: value and how many live values hold it
+        self._lo, self._hi = np.full(n_dims, np.inf), np.full(n_dims, -np.inf)
+        self._n_lo, self._n_hi = np.zeros(n_dims, np.int64), np.zeros(n_dims, np.int64)
 
     def changed(self, candidates: list[int]) -> None:
         self._dirty.update(candidates)
@@ -153,6 +159,8 @@ class RoundScores:
             self.scores[i] = v
         self._skipped.clear()
         delta, counted = self.delta, self.counted
+        if self._kernel is not None:
+            return self._round_kernel(n_freed)
         moved = live_changes(self.alive, self.retry_at, n_freed, self.live, self._changes).tolist()
         live = self.live
         if self.span is None:  # the first round counts everything at once
@@ -196,4 +204,30 @@ class RoundScores:
             scale = scales(self.weights.tolist(), span)
             for i in entering + dirty:  # round_scores' arithmetic, one candidate at a time
                 scores[i] = weighted(scale, delta[:, i].tolist())
+        return self.scores
+
+    def _round_kernel(self, n_freed: int) -> F64:
+        assert self._kernel is not None
+        moved = live_changes(self.alive, self.retry_at, n_freed, self.live, self._changes)
+        first = self.span is None
+        if first:
+            self.scores = np.full(self.delta.shape[1], np.inf)
+            self.span = ()
+        dirty = np.fromiter(self._dirty, np.intp, len(self._dirty))
+        self._dirty.clear()
+        self.n_live = self._kernel.round_update(
+            self.delta,
+            self.counted,
+            self.live.view(np.uint8),
+            moved,
+            dirty,
+            self._lo,
+            self._hi,
+            self._n_lo,
+            self._n_hi,
+            self.weights,
+            self.scores,
+            self.n_live,
+            first,
+        )
         return self.scores
