@@ -28,7 +28,7 @@ from typing import Any
 
 from sidecar.mirror.conf import SchedulerConf
 from sidecar.mirror.podindex import PodIndex
-from sidecar.mirror.simulation import task_ports
+from sidecar.mirror.simulation import claims_ports
 from sidecar.mirror.types import Subject
 
 
@@ -54,7 +54,7 @@ CHECKS: tuple[Check, ...] = (
     Check("NodeUnschedulable", PREDICATES, False, False, ("unschedulable",)),
     Check("NodeAffinity", "NodeAffinity", False, False, ("node_affinity",)),
     Check("TaintToleration", "TaintToleration", False, False, ("taint",)),
-    Check("NodePorts", "NodePorts", True, False, ("ports",), own=lambda p: bool(task_ports(p))),
+    Check("NodePorts", "NodePorts", True, False, ("ports",), own=claims_ports),
     Check("PodAffinity", "InterPodAffinity", True, False, ("affinity",), own=lambda p: bool(p.pod_affinity)),
     Check(
         "PodAntiAffinity",
@@ -91,24 +91,27 @@ def switched_on(conf: SchedulerConf, name: str) -> bool:
     return conf.predicate_on(plugin)
 
 
-def active(conf: SchedulerConf, index: PodIndex, subj: Subject) -> frozenset[str]:
-    """The pod-level checks ``subj`` faces: switched on, and given work by its own spec or by an
-    existing pod's anti-affinity toward it."""
-    out = set()
-    for check in POD_LEVEL:
-        if not switched_on(conf, check.name):
-            continue
-        if check.own is not None:
-            if check.own(subj.profile):
-                out.add(check.name)
-        elif index.anti_groups and index.anti_targets(subj):
-            out.add(check.name)
-    return frozenset(out)
+def own(conf: SchedulerConf, profile: Any) -> frozenset[str]:
+    """The pod-level checks switched on that the pod's own spec gives work: a function of the
+    profile alone (callers cache it per profile row)."""
+    return frozenset(c.name for c in POD_LEVEL if c.own is not None and c.own(profile) and switched_on(conf, c.name))
 
 
-def countable(conf: SchedulerConf, profile: Any) -> bool:
+def active(
+    conf: SchedulerConf, index: PodIndex, subj: Subject, own_checks: frozenset[str] | None = None
+) -> frozenset[str]:
+    """The pod-level checks ``subj`` faces: switched on, and given work by its own spec
+    (``own_checks``: :func:`own` of its profile, when the caller has it) or by an existing pod's
+    anti-affinity toward it."""
+    out = own(conf, subj.profile) if own_checks is None else own_checks
+    others = [c.name for c in POD_LEVEL if c.own is None and switched_on(conf, c.name)]
+    if others and index.anti_groups and index.anti_targets(subj):
+        out = out | frozenset(others)
+    return out
+
+
+def countable(conf: SchedulerConf, profile: Any, own_checks: frozenset[str] | None = None) -> bool:
     """Are all the pod-level checks a pod with this profile faces domain rules? (Only checks on
     the pod's own spec can be other than domain rules, so the profile decides.)"""
-    return not any(
-        c.own is not None and c.own(profile) and switched_on(conf, c.name) for c in POD_LEVEL if not c.domain_rule
-    )
+    mine = own(conf, profile) if own_checks is None else own_checks
+    return all(BY_NAME[name].domain_rule for name in mine)

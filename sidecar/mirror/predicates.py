@@ -62,6 +62,7 @@ class Predicates:
         self.fit_dims = self.node_checks.fit_dims
         self.static = self.node_checks.static
         self.matching_tasks = self.index.matching_tasks
+        self._own: dict[int, frozenset[str]] = {}  # profile row -> podchecks.own
         self._checks: dict[tuple[int, str], frozenset[str]] = {}  # (profile row, namespace) -> checks
         self._domain_rules: dict[tuple[int, str], list[DomainRule] | None] = {}
 
@@ -73,10 +74,28 @@ class Predicates:
             hit = self._checks.get(key)
             if hit is not None:
                 return hit
-        answer = podchecks.active(self.conf, self.index, subj)
+        own = self.own_checks(subj.profile_index) if subj.profile_index is not None else None
+        answer = podchecks.active(self.conf, self.index, subj, own)
         if key is not None:
             self._checks[key] = answer
         return answer
+
+    def own_checks(self, profile_index: int) -> frozenset[str]:
+        """:func:`podchecks.own` of a snapshot profile, cached per row."""
+        hit = self._own.get(profile_index)
+        if hit is None:
+            hit = self._own[profile_index] = podchecks.own(self.conf, self.state.profiles[profile_index])
+        return hit
+
+    def countable(self, profile_index: int) -> bool:
+        """:func:`podchecks.countable` of a snapshot profile."""
+        return podchecks.countable(self.conf, None, self.own_checks(profile_index))
+
+    def faces_none(self, profile_index: int) -> bool:
+        """Does every pod of this profile face no pod-level check, whatever its namespace? (Its
+        own spec gives none work and no existing pod has required anti-affinity.) A shortcut of
+        :meth:`checks` that needs no Subject."""
+        return not self.index.anti_groups and not self.own_checks(profile_index)
 
     def pod_level(self, subj: Subject) -> bool:
         """Does the pod face checks beyond its node-only ones (its own affinity, spread or host
@@ -89,7 +108,10 @@ class Predicates:
         key = (subj.profile_index, subj.namespace) if subj.profile_index is not None else None
         if key is not None and key in self._domain_rules:
             return self._domain_rules[key]
-        rules = domain_rules(self.conf, self.checks(subj), self.spread, self.interpod, self.index, self.labels, subj)
+        checks = self.checks(subj)
+        rules: list[DomainRule] | None = []  # no check: no rule
+        if checks:
+            rules = domain_rules(self.conf, checks, self.spread, self.interpod, self.index, self.labels, subj)
         if key is not None:
             self._domain_rules[key] = rules
         return rules

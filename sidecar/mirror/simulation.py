@@ -264,6 +264,11 @@ def task_ports(profile: object) -> Counter[PortKey]:
     return out
 
 
+def claims_ports(profile: object) -> bool:
+    """Does the pod claim a host port (``task_ports`` non-empty), without building the claims?"""
+    return any(hp.port for hp in getattr(profile, "host_ports", ()))
+
+
 def ports_conflict(wanted: Counter[PortKey], used: Counter[PortKey] | None) -> bool:
     """NodePorts: same protocol and port, and the same IP or either side on every address."""
     if not wanted or not used:

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.mirror import podchecks
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.domainrules import DomainRule
 from sidecar.mirror.simulation import Simulation
@@ -58,7 +57,7 @@ class NodeLevelPods:
         # whether a pod's checks are all domain rules is a property of its profile; the rules
         # themselves (per profile and namespace) are built when a candidate is first tried
         profiles, inverse = np.unique(state.task_profile[pods.pods], return_inverse=True)
-        countable = np.array([podchecks.countable(mirror.conf, state.profiles[p]) for p in profiles.tolist()], bool)
+        countable = np.array([checks.countable(p) for p in profiles.tolist()], bool)
         unsupported = ~countable[inverse.ravel()] if pods.pods.size else np.zeros(0, bool)
         self.simple = (np.bincount(pods.cand[unsupported], minlength=sizes.size) == 0) & (sizes > 0)
         pair = state.task_profile[pods.pods].astype(np.int64) * max(len(state.namespaces), 1)
@@ -120,8 +119,11 @@ class NodeLevelPods:
         pair = self._pair[k]
         rules = self._rules.get(pair)
         if rules is None:
-            state = self.mirror.state
-            rules = self.mirror.predicates.domain_rules(task_subject(state, int(self.pods.pods[k]))) or []
+            state, checks, t = self.mirror.state, self.mirror.predicates, int(self.pods.pods[k])
+            if checks.faces_none(int(state.task_profile[t])):
+                rules = []
+            else:
+                rules = checks.domain_rules(task_subject(state, t)) or []
             self._rules[pair] = rules
         return rules
 
