@@ -22,29 +22,49 @@ from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import TOLERANCE
 from sidecar.wording import count
 
-#: the mirror's ``matching_tasks(selector, namespaces)``: task indices a label selector reaches
-TaskMatcher = Callable[[pb.LabelSelector, frozenset[str] | None], npt.NDArray[np.intp]]
+#: the mirror's ``matching_profiles(selector)``: the profile rows a label selector matches
+ProfileMatcher = Callable[[pb.LabelSelector], npt.NDArray[np.intp]]
 
 
-def count_pdbs(state: ClusterState, candidates: list[Candidate], matching_tasks: TaskMatcher) -> None:
+def count_pdbs(state: ClusterState, candidates: list[Candidate], matching_profiles: ProfileMatcher) -> None:
     """Fill every candidate's ``pdbs``: how many of its pods each PodDisruptionBudget covers.
 
     policy/v1: a null selector matches no pods; an empty (``{}``) one every pod of the namespace.
-    Each selector is matched once, through the mirror's pod index (inverted on labels, cached per
-    selector, the same matcher affinity terms use), never pod by pod."""
+    Each selector is matched once, on profiles, through the mirror's pod index (inverted on labels,
+    cached per selector, the same matcher affinity terms use); the candidates' pods are then joined
+    to every (PDB, profile) pair at once, in the PDB's namespace -- never pod by pod, never
+    through the PDB's pods outside the candidates."""
     if not state.pdbs or not candidates:
         return
-    cand_of = np.full(len(state.task_name), -1, np.intp)
     sizes = [c.pods.size for c in candidates]
-    cand_of[np.concatenate([c.pods for c in candidates])] = np.repeat(np.arange(len(candidates)), sizes)
+    pods = np.concatenate([c.pods for c in candidates]).astype(np.intp)
+    cand = np.repeat(np.arange(len(candidates)), sizes)
+    order = np.argsort(state.task_profile[pods], kind="stable")
+    by_profile = state.task_profile[pods][order]
+    ns_id = {name: i for i, name in enumerate(state.namespaces)}
+    pair_pdb: list[npt.NDArray[np.intp]] = []
+    pair_profile: list[npt.NDArray[np.intp]] = []
+    pdb_ns = np.full(len(state.pdbs), -1, np.intp)
     for p, pdb in enumerate(state.pdbs):
-        if not pdb.HasField("selector"):
+        if not pdb.HasField("selector") or pdb.namespace not in ns_id:
             continue
-        hit = cand_of[matching_tasks(pdb.selector, frozenset({pdb.namespace}))]
-        owners, counts = np.unique(hit[hit >= 0], return_counts=True)
-        for i, n in zip(owners.tolist(), counts.tolist(), strict=True):
-            pdbs = candidates[i].pdbs
-            pdbs[p] = pdbs.get(p, 0) + n
+        pdb_ns[p] = ns_id[pdb.namespace]
+        profiles = matching_profiles(pdb.selector)
+        pair_pdb.append(np.full(profiles.size, p, np.intp))
+        pair_profile.append(profiles)
+    if not pair_pdb:
+        return
+    wanted = np.concatenate(pair_profile)
+    lo = np.searchsorted(by_profile, wanted, "left")
+    n = np.searchsorted(by_profile, wanted, "right") - lo
+    rows = np.repeat(np.concatenate(pair_pdb), n)  # one row per (PDB, candidate pod of a matched profile)
+    at = order[np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n) + np.repeat(lo, n)]
+    keep = state.task_namespace[pods[at]] == pdb_ns[rows]
+    keys, counts = np.unique(rows[keep] * len(candidates) + cand[at[keep]], return_counts=True)
+    for key, k in zip(keys.tolist(), counts.tolist(), strict=True):
+        p, i = divmod(key, len(candidates))
+        pdbs = candidates[i].pdbs
+        pdbs[p] = pdbs.get(p, 0) + k
 
 
 def pin_pdb_protected(state: ClusterState, prep: Prepared) -> None:

@@ -105,7 +105,7 @@ class Planner:
         if check is not None:
             check("candidates")
         if prep.candidates:
-            count_pdbs(self.state, prep.candidates, self.mirror.predicates.matching_tasks)
+            count_pdbs(self.state, prep.candidates, self.mirror.predicates.index.matching_profiles)
             if check is not None:
                 check("PodDisruptionBudgets")
             pin_pdb_protected(self.state, prep)

@@ -47,7 +47,7 @@ def selectors(draw: st.DrawFn) -> pb.LabelSelector | None:
     return sel
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(
     pods=st.lists(st.tuples(st.integers(0, 3), st.sampled_from(NAMESPACES), labels_st), min_size=1, max_size=24),
     pdbs=st.lists(st.tuples(st.sampled_from(NAMESPACES), selectors()), max_size=6),
@@ -72,7 +72,7 @@ def test_pdbs_counted_per_selector_agree_with_the_pod_by_pod_rule(
     assert cands or len({where for where, _, _ in pods}) <= -(-len(pods) // 8), "fragmented: some node is a candidate"
     for c in cands:
         c.pdbs.clear()
-    count_pdbs(state, cands, planner.mirror.predicates.matching_tasks)
+    count_pdbs(state, cands, planner.mirror.predicates.index.matching_profiles)
     for c in cands:
         expected: Counter[int] = Counter()
         for p, pdb in enumerate(state.pdbs):
