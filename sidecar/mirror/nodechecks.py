@@ -30,7 +30,10 @@ TaintSets = tuple[npt.NDArray[np.int32], list[tuple[pb.Taint, ...]]]  # node -> 
 
 
 def static_key(profile: pb.TaskProfile) -> bytes:
-    """What the node-only checks read of a pod: its equivalence class for them."""
+    """What the node-only checks read of a pod: its equivalence class for them (b"" when it has
+    none of them, as most pods: the empty message, without building it)."""
+    if not profile.node_selector and not profile.required_node_affinity and not profile.tolerations:
+        return b""
     return pb.TaskProfile(
         node_selector=profile.node_selector,
         required_node_affinity=profile.required_node_affinity,

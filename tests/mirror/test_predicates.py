@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
@@ -433,3 +435,26 @@ def test_feasible_counts_honour_existing_anti_affinity_toward_a_plain_pod() -> N
     filtered = int(m.filter(m.subject_for_task(plain)).feasible.sum())
     assert filtered == 2  # b1 and nozone: zone a is closed by web-0's anti-affinity
     assert m.feasible_counts(np.array([plain])).tolist() == [filtered]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"labels": {"app": "a"}, "scheduler_name": "volcano", "owner_kind": "Pod"},
+        {"node_selector": {"zone": "a"}},
+        {"required_node_affinity": [pb.NodeSelectorTerm()]},
+        {"tolerations": [pb.Toleration(key="k", operator="Exists")]},
+    ],
+)
+def test_static_key_is_the_serialised_node_only_fields(fields: dict[str, Any]) -> None:
+    """The shortcut for a profile without node-only constraints gives the key the full form gives."""
+    from sidecar.mirror.nodechecks import static_key
+
+    profile = pb.TaskProfile(**fields)
+    full = pb.TaskProfile(
+        node_selector=profile.node_selector,
+        required_node_affinity=profile.required_node_affinity,
+        tolerations=profile.tolerations,
+    ).SerializeToString(deterministic=True)
+    assert static_key(profile) == full
