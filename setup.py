@@ -26,6 +26,7 @@ KERNELS = {
     "sidecar.mirror._feasibility": "ext/feasibility.pyx",
     "sidecar.repack._receivers": "ext/receivers.pyx",
     "sidecar.repack._ranking": "ext/ranking.pyx",
+    "sidecar.repack._cost": "ext/cost.pyx",
 }
 
 

@@ -23,13 +23,20 @@ REPACK_REQUIRE_KERNELS=1 "$PYTHON" -m pip wheel --no-deps ${PIP_WHEEL_ARGS:-} -w
 
 echo "build-wheel-check: the wheel must carry every kernel" >&2
 "$PYTHON" - "$WHEELS" <<'PY'
-import glob, sys, zipfile
+import ast, glob, sys, zipfile
 
 wheels = glob.glob(f"{sys.argv[1]}/volcano_repack_sidecar-*.whl")
 if len(wheels) != 1:
     sys.exit(f"expected one volcano_repack_sidecar wheel in {sys.argv[1]}, found {wheels}")
-names = zipfile.ZipFile(wheels[0]).namelist()
-kernels = ("sidecar/snapshot/_ledger", "sidecar/mirror/_feasibility", "sidecar/repack/_receivers", "sidecar/repack/_ranking")
+wheel = zipfile.ZipFile(wheels[0])
+names = wheel.namelist()
+# the kernel list is sidecar.dispatch.KERNEL_MODULES, read from the wheel's own copy
+tree = ast.parse(wheel.read("sidecar/dispatch.py"))
+listed = next(
+    node.value for node in tree.body
+    if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "KERNEL_MODULES" for t in node.targets)
+)
+kernels = [m.replace(".", "/") for m in ast.literal_eval(listed)]
 missing = [k for k in kernels if not any(n.startswith(k + ".") and n.endswith((".so", ".pyd")) for n in names)]
 if missing:
     sys.exit(f"{wheels[0]} lacks the compiled kernels {missing}")

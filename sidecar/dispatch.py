@@ -23,6 +23,7 @@ KERNEL_MODULES = (
     "sidecar.mirror._feasibility",
     "sidecar.repack._receivers",
     "sidecar.repack._ranking",
+    "sidecar.repack._cost",
 )
 
 _forced: Mode | None = None

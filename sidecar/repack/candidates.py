@@ -19,7 +19,16 @@ import numpy.typing as npt
 from sidecar.mirror.predicates import Predicates
 from sidecar.mirror.types import S_OK
 from sidecar.repack import ranking
-from sidecar.repack.cost import GangState, GroupMoves, Pairs, initial_deltas, marginal, marginal_many, weighted
+from sidecar.repack.cost import (
+    GangState,
+    GroupMoves,
+    Pairs,
+    initial_deltas,
+    marginal,
+    marginal_many,
+    trial_kernel,
+    weighted,
+)
 from sidecar.repack.fragmentation import Fragmentation, fragmentation, holding_mask
 from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
@@ -256,6 +265,18 @@ class CandidateTable:
         # [5, C] marginal cost: dimension-major, so per-dimension min/max are contiguous reductions
         self.delta = initial_deltas(gang, cands)
         self.pairs = Pairs.build(gang, cands)  # for re-costing neighbours in one pass (trial)
+        # the kernel's form of by_group (PodGroup -> its candidates, ascending) and its scratch
+        pair_cand = np.repeat(np.arange(len(cands)), np.diff(self.pairs.start))
+        by_group = np.argsort(self.pairs.group, kind="stable")
+        self._group_cands = np.ascontiguousarray(pair_cand[by_group], np.intp)
+        self._group_start = np.searchsorted(self.pairs.group[by_group], np.arange(len(gang.running) + 1)).astype(
+            np.intp
+        )
+        self._mark = np.zeros(len(cands), np.uint8)
+        self._others = np.empty(len(cands), np.intp)
+        self._deltas = np.empty((5, len(cands)))
+        self._old = np.empty(len(cands))
+        self._saved = np.empty(int(np.diff(self.pairs.start).max(initial=0)))
         self._on_delta: list[Callable[[list[int]], None]] = []  # see subscribe
         self.weights = np.asarray(spec.weights.as_tuple(), np.float64)
         #: [N] receiver rule 3: each candidate's weighted marginal cost of emptying it on top of the
@@ -295,7 +316,48 @@ class CandidateTable:
 
     def trial(self, i: int, gang: GangState) -> Trial:
         """Re-cost ``i``'s neighbours as if ``i`` had joined the plan, in ``node_cost`` (what the
-        receivers of ``i``'s pods read, rule 3); :meth:`settle` keeps or undoes it."""
+        receivers of ``i``'s pods read, rule 3); :meth:`settle` keeps or undoes it. One pass of
+        ``ext/cost.pyx`` when built; :meth:`trial_twin` is its specification."""
+        kernel = trial_kernel()
+        if kernel is None:
+            return self.trial_twin(i, gang)
+        pairs = self.pairs
+        n = kernel.trial_costs(
+            i,
+            pairs.start,
+            pairs.group,
+            pairs.pods,
+            pairs.cards,
+            self._group_start,
+            self._group_cands,
+            self.alive.view(np.uint8),
+            gang._moves_a,
+            gang._cards_a,
+            gang._safe_a,
+            gang.usage,
+            self.weights,
+            self.node,
+            self.node_cost,
+            self._mark,
+            self._others,
+            self._deltas,
+            self._old,
+            self._saved,
+        )
+        if n == 0:
+            return Trial([], np.zeros((5, 0)), np.zeros(0))
+        idx = self._others[:n]
+        others, deltas = idx.tolist(), self._deltas[:, :n].copy()
+        roles = np.flatnonzero(pairs.roles[idx])
+        if roles.size:  # per-role minimums: the general rule, as in the twin
+            with gang.trial(self.cands[i].groups):
+                for k in roles.tolist():
+                    deltas[:, k] = marginal(gang, self.cands[others[k]].groups)
+            self.node_cost[self.node[idx[roles]]] = weighted(self.weights, deltas[:, roles])
+        return Trial(others, deltas, self._old[:n].copy())
+
+    def trial_twin(self, i: int, gang: GangState) -> Trial:
+        """:meth:`trial` in Python: neighbours, the gang with ``i``'s moves, marginal_many."""
         others = self.neighbours(i)
         if not others:
             return Trial(others, np.zeros((5, 0)), np.zeros(0))

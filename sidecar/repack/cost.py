@@ -18,8 +18,18 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from sidecar import dispatch
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.taskstatus import RUNNING
+
+#: the one place ``ext/cost.pyx`` is loaded: a try's re-costing of its neighbours
+_K = dispatch.load("sidecar.repack._cost")
+
+
+def trial_kernel() -> Any:
+    """``ext/cost.pyx`` when the dispatch runs kernels now, else None (CandidateTable.trial's
+    Python form, its specification)."""
+    return _K if dispatch.mode(_K) == "kernel" else None
 
 
 @dataclass
