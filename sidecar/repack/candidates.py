@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -277,6 +278,7 @@ class CandidateTable:
         self._deltas = np.empty((5, len(cands)))
         self._old = np.empty(len(cands))
         self._saved = np.empty(int(np.diff(self.pairs.start).max(initial=0)))
+        self._bound: tuple[GangState, Any] | None = None  # the kernel with this table's and a gang's arrays
         self._on_delta: list[Callable[[list[int]], None]] = []  # see subscribe
         self.weights = np.asarray(spec.weights.as_tuple(), np.float64)
         #: [N] receiver rule 3: each candidate's weighted marginal cost of emptying it on top of the
@@ -321,29 +323,32 @@ class CandidateTable:
         kernel = trial_kernel()
         if kernel is None:
             return self.trial_twin(i, gang)
+        if self._bound is None or self._bound[0] is not gang:
+            pairs = self.pairs
+            bound = kernel.TrialCosts(
+                pairs.start,
+                pairs.group,
+                pairs.pods,
+                pairs.cards,
+                self._group_start,
+                self._group_cands,
+                self.alive.view(np.uint8),
+                gang._moves_a,
+                gang._cards_a,
+                gang._safe_a,
+                gang.usage,
+                self.weights,
+                self.node,
+                self.node_cost,
+                self._mark,
+                self._others,
+                self._deltas,
+                self._old,
+                self._saved,
+            )
+            self._bound = (gang, bound)
         pairs = self.pairs
-        n = kernel.trial_costs(
-            i,
-            pairs.start,
-            pairs.group,
-            pairs.pods,
-            pairs.cards,
-            self._group_start,
-            self._group_cands,
-            self.alive.view(np.uint8),
-            gang._moves_a,
-            gang._cards_a,
-            gang._safe_a,
-            gang.usage,
-            self.weights,
-            self.node,
-            self.node_cost,
-            self._mark,
-            self._others,
-            self._deltas,
-            self._old,
-            self._saved,
-        )
+        n = self._bound[1].run(i)
         if n == 0:
             return Trial([], np.zeros((5, 0)), np.zeros(0))
         idx = self._others[:n]
