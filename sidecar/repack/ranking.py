@@ -13,6 +13,7 @@ to round_scores over the same candidates (tests/repack/test_ranking.py replays r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -139,10 +140,19 @@ class RoundScores:
         self._dirty: set[int] = set()
         self._skipped: list[tuple[int, float]] = []
         self._changes: Indices = np.empty(delta.shape[1], np.intp)
-        self._kernel = _K if dispatch.mode(_K) == "kernel" else None
-        n_dims = delta.shape[0]  # the kernel's extremes: value and how many live values hold it
-        self._lo, self._hi = np.full(n_dims, np.inf), np.full(n_dims, -np.inf)
-        self._n_lo, self._n_hi = np.zeros(n_dims, np.int64), np.zeros(n_dims, np.int64)
+        #: the kernel's form (ext/ranking.pyx Rounds), bound to these arrays; None: the twin below
+        self._kernel: Any = None
+        if dispatch.mode(_K) == "kernel":
+            self._kernel = _K.Rounds(
+                delta,
+                self.counted,
+                alive.view(np.uint8),
+                retry_at,
+                self.live.view(np.uint8),
+                self._changes,
+                weights,
+                self.scores,
+            )
 
     def changed(self, candidates: list[int]) -> None:
         self._dirty.update(candidates)
@@ -207,27 +217,8 @@ class RoundScores:
         return self.scores
 
     def _round_kernel(self, n_freed: int) -> F64:
-        assert self._kernel is not None
-        moved = live_changes(self.alive, self.retry_at, n_freed, self.live, self._changes)
-        first = self.span is None
-        if first:
-            self.scores = np.full(self.delta.shape[1], np.inf)
-            self.span = ()
+        self.span = ()  # counted (the kernel keeps its extremes)
         dirty = np.fromiter(self._dirty, np.intp, len(self._dirty))
         self._dirty.clear()
-        self.n_live = self._kernel.round_update(
-            self.delta,
-            self.counted,
-            self.live.view(np.uint8),
-            moved,
-            dirty,
-            self._lo,
-            self._hi,
-            self._n_lo,
-            self._n_hi,
-            self.weights,
-            self.scores,
-            self.n_live,
-            first,
-        )
+        self.n_live = self._kernel.update(n_freed, dirty)
         return self.scores
