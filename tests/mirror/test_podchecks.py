@@ -119,3 +119,30 @@ def test_a_switched_off_check_is_not_faced_and_not_reported(plugin: str, profile
     assert not off.predicates.pod_level(subj)
     assert all(reason not in reasons for reasons in check(off, subject).values())
     assert podchecks.countable(off.conf, subj.profile)  # so the planner may search for it in the kernel
+
+
+@pytest.mark.parametrize(
+    "spec,expected",
+    [
+        ({}, set()),
+        ({"labels": {"app": "web"}, "nodeSelector": {"zone": "a"}, "tolerations": [{"operator": "Exists"}]}, set()),
+        ({"hostPorts": [{"port": 0}]}, set()),  # hostPort 0 claims nothing
+        (PORT, {"NodePorts"}),
+        (AFFINITY, {"PodAffinity"}),
+        (ANTI, {"PodAntiAffinity"}),
+        (SPREAD, {"PodTopologySpread"}),
+        ({**PORT, **ANTI, **SPREAD}, {"NodePorts", "PodAntiAffinity", "PodTopologySpread"}),
+    ],
+)
+def test_own_checks_shortcut_agrees_with_asking_every_check(spec: dict[str, Any], expected: set[str]) -> None:
+    """A profile that sets none of OWN_FIELDS answers at once; the answer is the one every
+    check's own test gives, with or without the shortcut."""
+    from google.protobuf import json_format
+
+    from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+    from sidecar.mirror.conf import SchedulerConf
+
+    profile = json_format.ParseDict(spec, pb.TaskProfile())
+    conf = SchedulerConf()
+    asked = {c.name for c in podchecks.POD_LEVEL if c.own is not None and c.own(profile)}
+    assert podchecks.own(conf, profile) == asked == expected
