@@ -57,42 +57,62 @@ cdef inline Py_ssize_t _note(Py_ssize_t[::1] touched, Py_ssize_t n_touched, Py_s
     return n_touched + 1
 
 
-def relocate(const Py_ssize_t[::1] tasks, const Py_ssize_t[::1] targets, const double[:, ::1] task_req,
-             const double[:, ::1] alloc, double[:, ::1] used, double[:, ::1] releasing,
-             double[:, ::1] pipelined, double[:, ::1] idle, double[:, ::1] future, int64_t[::1] pod_count,
-             int32_t[::1] node_of, int32_t[::1] status, uint8_t[::1] on_node, int32_t pipelined_code,
-             int32_t releasing_code, int32_t allocated_code, Py_ssize_t[::1] touched):
-    """Simulation.relocate_twin's arithmetic on the ledger rows (the caller validated the tasks);
-    ``touched`` is scratch for 2 x len(tasks) node ids."""
-    cdef Py_ssize_t k, j, t, node, d, n_touched = 0, n_res = used.shape[1]
-    with nogil:
-        for k in range(tasks.shape[0]):
-            t = tasks[k]
-            node = node_of[t]
-            if on_node[t]:
+cdef class Relocator:
+    """Simulation.relocate_twin's arithmetic on the ledger rows, bound once to one Simulation's
+    arrays (typed memoryviews cost microseconds to acquire per call)."""
+
+    cdef const double[:, ::1] task_req, alloc
+    cdef double[:, ::1] used, releasing, pipelined, idle, future
+    cdef int64_t[::1] pod_count
+    cdef int32_t[::1] node_of, status
+    cdef uint8_t[::1] on_node
+    cdef int32_t pipelined_code, releasing_code, allocated_code
+
+    def __init__(self, const double[:, ::1] task_req, const double[:, ::1] alloc, double[:, ::1] used,
+                 double[:, ::1] releasing, double[:, ::1] pipelined, double[:, ::1] idle, double[:, ::1] future,
+                 int64_t[::1] pod_count, int32_t[::1] node_of, int32_t[::1] status, uint8_t[::1] on_node,
+                 int32_t pipelined_code, int32_t releasing_code, int32_t allocated_code):
+        self.task_req, self.alloc, self.used, self.releasing = task_req, alloc, used, releasing
+        self.pipelined, self.idle, self.future, self.pod_count = pipelined, idle, future, pod_count
+        self.node_of, self.status, self.on_node = node_of, status, on_node
+        self.pipelined_code, self.releasing_code, self.allocated_code = pipelined_code, releasing_code, allocated_code
+
+    def run(self, const Py_ssize_t[::1] tasks, const Py_ssize_t[::1] targets, Py_ssize_t[::1] touched):
+        """Move ``tasks`` to ``targets`` (the caller validated them); ``touched`` is scratch for
+        2 x len(tasks) node ids."""
+        cdef Py_ssize_t k, j, t, node, d, n_touched = 0, n_res = self.used.shape[1]
+        cdef const double[:, ::1] task_req = self.task_req, alloc = self.alloc
+        cdef double[:, ::1] used = self.used, releasing = self.releasing, pipelined = self.pipelined
+        cdef double[:, ::1] idle = self.idle, future = self.future
+        cdef int32_t[::1] node_of = self.node_of, status = self.status
+        with nogil:
+            for k in range(tasks.shape[0]):
+                t = tasks[k]
+                node = node_of[t]
+                if self.on_node[t]:
+                    for d in range(n_res):
+                        if status[t] == self.pipelined_code:
+                            pipelined[node, d] -= task_req[t, d]
+                        else:
+                            used[node, d] -= task_req[t, d]
+                            if status[t] == self.releasing_code:
+                                releasing[node, d] -= task_req[t, d]
+                    self.pod_count[node] -= 1
+                    n_touched = _note(touched, n_touched, node)
+                node_of[t] = -1
+            for k in range(tasks.shape[0]):
+                t, node = tasks[k], targets[k]
                 for d in range(n_res):
-                    if status[t] == pipelined_code:
-                        pipelined[node, d] -= task_req[t, d]
-                    else:
-                        used[node, d] -= task_req[t, d]
-                        if status[t] == releasing_code:
-                            releasing[node, d] -= task_req[t, d]
-                pod_count[node] -= 1
+                    used[node, d] += task_req[t, d]
+                self.pod_count[node] += 1
                 n_touched = _note(touched, n_touched, node)
-            node_of[t] = -1
-        for k in range(tasks.shape[0]):
-            t, node = tasks[k], targets[k]
-            for d in range(n_res):
-                used[node, d] += task_req[t, d]
-            pod_count[node] += 1
-            n_touched = _note(touched, n_touched, node)
-        for j in range(n_touched):
-            node = touched[j]
-            for d in range(n_res):
-                idle[node, d] = alloc[node, d] - used[node, d]
-                future[node, d] = (idle[node, d] + releasing[node, d]) - pipelined[node, d]
-        for k in range(tasks.shape[0]):
-            t = tasks[k]
-            node_of[t] = <int32_t>targets[k]
-            status[t] = allocated_code
-            on_node[t] = 1
+            for j in range(n_touched):
+                node = touched[j]
+                for d in range(n_res):
+                    idle[node, d] = alloc[node, d] - used[node, d]
+                    future[node, d] = (idle[node, d] + releasing[node, d]) - pipelined[node, d]
+            for k in range(tasks.shape[0]):
+                t = tasks[k]
+                node_of[t] = <int32_t>targets[k]
+                status[t] = self.allocated_code
+                self.on_node[t] = 1

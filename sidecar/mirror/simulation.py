@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -57,6 +58,7 @@ class Simulation:
         self._on_node: npt.NDArray[np.bool_] = on_node
         self._idle: F64 = state.node_alloc - self.used
         self._future: F64 = self._idle + self.releasing - self.pipelined
+        self._relocator: Any = None  # the kernel's relocate, bound to these rows on first use
 
     # -- views ---------------------------------------------------------------------------
 
@@ -180,24 +182,25 @@ class Simulation:
         if k is None:
             self.relocate_twin(tasks, targets)
         else:
-            k.relocate(
-                np.ascontiguousarray(tasks, np.intp),
-                np.asarray(targets, np.intp),
-                state.task_req,
-                state.node_alloc,
-                self.used,
-                self.releasing,
-                self.pipelined,
-                self._idle,
-                self._future,
-                self.pod_count,
-                self.node_of,
-                self.status,
-                self._on_node.view(np.uint8),
-                PIPELINED,
-                RELEASING,
-                ALLOCATED,
-                np.empty(2 * len(targets), np.intp),
+            if self._relocator is None:  # bound once to this Simulation's rows
+                self._relocator = k.Relocator(
+                    state.task_req,
+                    state.node_alloc,
+                    self.used,
+                    self.releasing,
+                    self.pipelined,
+                    self._idle,
+                    self._future,
+                    self.pod_count,
+                    self.node_of,
+                    self.status,
+                    self._on_node.view(np.uint8),
+                    PIPELINED,
+                    RELEASING,
+                    ALLOCATED,
+                )
+            self._relocator.run(
+                np.ascontiguousarray(tasks, np.intp), np.asarray(targets, np.intp), np.empty(2 * len(targets), np.intp)
             )
         self.version += 1
 
