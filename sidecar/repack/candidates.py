@@ -266,13 +266,12 @@ class CandidateTable:
         # [5, C] marginal cost: dimension-major, so per-dimension min/max are contiguous reductions
         self.delta = initial_deltas(gang, cands)
         self.pairs = Pairs.build(gang, cands)  # for re-costing neighbours in one pass (trial)
-        # the kernel's form of by_group (PodGroup -> its candidates, ascending) and its scratch
+        # PodGroup g -> the candidates moving its pods (ascending): group_cands[group_start[g]:group_start[g + 1]]
         pair_cand = np.repeat(np.arange(len(cands)), np.diff(self.pairs.start))
         by_group = np.argsort(self.pairs.group, kind="stable")
-        self._group_cands = np.ascontiguousarray(pair_cand[by_group], np.intp)
-        self._group_start = np.searchsorted(self.pairs.group[by_group], np.arange(len(gang.running) + 1)).astype(
-            np.intp
-        )
+        self.group_cands = np.ascontiguousarray(pair_cand[by_group], np.intp)
+        self.group_start = np.searchsorted(self.pairs.group[by_group], np.arange(len(gang.running) + 1)).astype(np.intp)
+        # the trial kernel's scratch
         self._mark = np.zeros(len(cands), np.uint8)
         self._others = np.empty(len(cands), np.intp)
         self._deltas = np.empty((5, len(cands)))
@@ -285,10 +284,6 @@ class CandidateTable:
         #: plan so far (during a try, on top of the tried candidate too); 0 for other nodes
         self.node_cost = np.zeros(state.n_nodes)
         self.node_cost[self.node] = weighted(self.weights, self.delta)
-        self.by_group: dict[int, list[int]] = {}  # PodGroup -> candidates moving its pods
-        for i, c in enumerate(cands):
-            for m in c.groups:
-                self.by_group.setdefault(m.group, []).append(i)
         # Static tie-break among equal costs: more capacity freed first, then node name.
         self.tie_rank = np.empty(len(cands), np.int64)
         self.tie_rank[np.lexsort((node_rank[self.node], -state.node_alloc[self.node, goal]))] = np.arange(len(cands))
@@ -309,10 +304,11 @@ class CandidateTable:
     def neighbours(self, i: int) -> list[int]:
         """The live candidates other than ``i`` sharing a PodGroup with it: the ones whose cost
         changes when ``i`` joins the plan."""
-        groups = self.cands[i].groups
+        groups, start, members = self.cands[i].groups, self.group_start, self.group_cands
         if len(groups) == 1:
-            return [j for j in self.by_group.get(groups[0].group, ()) if j != i and self.alive[j]]
-        seen = {j for m in groups for j in self.by_group.get(m.group, ())}
+            g = groups[0].group
+            return [j for j in members[start[g] : start[g + 1]].tolist() if j != i and self.alive[j]]
+        seen = {j for m in groups for j in members[start[m.group] : start[m.group + 1]].tolist()}
         seen.discard(i)
         return sorted(j for j in seen if self.alive[j])
 
@@ -330,8 +326,8 @@ class CandidateTable:
                 pairs.group,
                 pairs.pods,
                 pairs.cards,
-                self._group_start,
-                self._group_cands,
+                self.group_start,
+                self.group_cands,
                 self.alive.view(np.uint8),
                 gang._moves_a,
                 gang._cards_a,
