@@ -60,6 +60,10 @@ class NodeLevelPods:
         countable = np.array([checks.countable(p) for p in profiles.tolist()], bool)
         unsupported = ~countable[inverse.ravel()] if pods.pods.size else np.zeros(0, bool)
         self.simple = (np.bincount(pods.cand[unsupported], minlength=sizes.size) == 0) & (sizes > 0)
+        # candidates none of whose pods faces a pod-level check: no rules to gather at their try
+        facing = ~np.array([checks.faces_none(p) for p in profiles.tolist()], bool)
+        some = facing[inverse.ravel()] if pods.pods.size else np.zeros(0, bool)
+        self._ruleless = np.bincount(pods.cand[some], minlength=sizes.size) == 0
         pair = state.task_profile[pods.pods].astype(np.int64) * max(len(state.namespaces), 1)
         self._pair: list[int] = (pair + state.task_namespace[pods.pods]).tolist()
         self._rules: dict[int, list[DomainRule]] = {}
@@ -99,7 +103,7 @@ class NodeLevelPods:
         """Receivers for candidate ``i``'s pods on the current rows, or None (then ``stuck`` gets
         the positions of its pods that found no receiver at all); nothing is changed."""
         a, b = int(self.pods.bounds[i]), int(self.pods.bounds[i + 1])
-        rules = self.rules_input(a, b)
+        rules = None if self._ruleless[i] else self.rules_input(a, b)
         try:
             if self._search is not None:
                 targets: list[int] | None = self._search.place(a, b, PLACEMENT_BUDGET, rules)
