@@ -10,9 +10,10 @@ resources, target resources moved, pods moved.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -21,6 +22,9 @@ import numpy.typing as npt
 from sidecar import dispatch
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.taskstatus import RUNNING
+
+#: a PodGroup without per-role minimums (most): one shared, read-only mapping, not a dict each
+_NO_ROLES: Mapping[str, int] = MappingProxyType({})
 
 #: the one place ``ext/cost.pyx`` is loaded: a try's re-costing of its neighbours
 _K = dispatch.load("sidecar.repack._cost")
@@ -40,7 +44,7 @@ class GangState:
     min_member: npt.NDArray[np.int64]  # [G]
     usage: npt.NDArray[np.float64]  # [G] goal-resource usage of the whole group (Volcano units)
     role_running: dict[int, Counter[str]]  # Running members per role, for groups with role minimums
-    role_min: list[dict[str, int]]
+    role_min: list[Mapping[str, int]]  # per group; the shared empty mapping when it sets none
     moves: npt.NDArray[np.int64] = field(init=False)
     cards: npt.NDArray[np.float64] = field(init=False)
     role_moves: dict[int, Counter[str]] = field(init=False)  # moved per role, keys as role_running
@@ -69,7 +73,7 @@ class GangState:
             np.float64
         )
         # protobuf maps convert slowly: only groups that set minTaskMember pay for it
-        role_min = [dict(p.min_task_member) if p.min_task_member else {} for p in state.pod_groups]
+        role_min = [dict(p.min_task_member) if p.min_task_member else _NO_ROLES for p in state.pod_groups]
         role_running: dict[int, Counter[str]] = {k: Counter() for k, roles in enumerate(role_min) if roles}
         for t in np.flatnonzero(running_mask & np.isin(pg, list(role_running))) if role_running else ():
             role_running[int(pg[t])][state.task_role[t]] += 1
