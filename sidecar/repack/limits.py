@@ -15,9 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.repack.candidates import BUDGET, PDB, Candidate, CandidatePods, CandidateTable, Outcome, Prepared
+from sidecar.repack.candidates import BUDGET, PDB, Candidate, CandidatePods, Outcome, Prepared
 from sidecar.repack.cost import GangState
 from sidecar.repack.spec import RunSpec
+from sidecar.repack.table import CandidateTable
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import TOLERANCE
 from sidecar.wording import count

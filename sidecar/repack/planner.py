@@ -30,7 +30,7 @@ from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.types import Subject
 from sidecar.repack import candidates, exact, receivers
-from sidecar.repack.candidates import CandidatePods, CandidateTable, Prepared
+from sidecar.repack.candidates import CandidatePods, Prepared
 from sidecar.repack.fragmentation import fragmentation
 from sidecar.repack.limits import Budgets, Preflight, count_pdbs, pin_pdb_protected
 from sidecar.repack.nodelevel import NodeLevelPods
@@ -39,6 +39,7 @@ from sidecar.repack.receivers import Receivers
 from sidecar.repack.result import Move, PlanResult
 from sidecar.repack.search import Search
 from sidecar.repack.spec import RunSpec, require_provided_goal
+from sidecar.repack.table import CandidateTable
 from sidecar.snapshot.state import ClusterState
 
 #: failed tries (since the last one) that trigger the bulk capacity check

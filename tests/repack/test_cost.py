@@ -72,9 +72,9 @@ def test_trial_kernel_is_the_python_trial(case) -> None:  # type: ignore[no-unty
     old costs and node costs, bit for bit, and leave the gang state as they found it."""
     from sidecar import dispatch
     from sidecar.mirror.core import Mirror
-    from sidecar.repack.candidates import CandidateTable
     from sidecar.repack.planner import Planner
     from sidecar.repack.spec import validate
+    from sidecar.repack.table import CandidateTable
     from tests.plan_cases import spec
 
     if dispatch.load("sidecar.repack._cost") is None:

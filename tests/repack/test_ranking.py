@@ -10,7 +10,7 @@ from hypothesis.extra import numpy as hnp
 
 from sidecar import dispatch
 from sidecar.repack import ranking
-from sidecar.repack.candidates import CandidateTable
+from sidecar.repack.table import CandidateTable
 from tests.plan_cases import normalised_scores
 
 built = dispatch.load("sidecar.repack._ranking") is not None
