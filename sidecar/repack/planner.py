@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from sidecar import heap
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.types import Subject
@@ -62,7 +63,12 @@ class Planner:
         self, check: Callable[[str], None] | None = None, time_left: Callable[[], float | None] | None = None
     ) -> PlanResult:
         """The plan; ``check(step)`` is called once per round and raises to abort; ``time_left()``
-        (seconds, None: no limit) bounds the exact strategy's solver."""
+        (seconds, None: no limit) bounds the exact strategy's solver. The cyclic collector is held
+        off throughout (sidecar/heap.py): a plan builds many objects and no cycles."""
+        with heap.collection_paused():
+            return self._plan(check, time_left)
+
+    def _plan(self, check: Callable[[str], None] | None, time_left: Callable[[], float | None] | None) -> PlanResult:
         prep = self.prepare(check)
         greedy = self._greedy(prep.fresh(), check, budget_aware=False)
         if self.spec.max_pod_groups is not None and prep.candidates:

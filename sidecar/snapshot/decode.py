@@ -11,13 +11,12 @@ numpy operations, which is what makes a 100k-task snapshot cheap (see docs/contr
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from sidecar import heap
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
 from sidecar.snapshot import tasks
@@ -172,24 +171,9 @@ def _decode_pod_groups(snap: pb.Snapshot) -> dict[tuple[str, str], int]:
     return index
 
 
-@contextmanager
-def _collection_paused() -> Iterator[None]:
-    """The cyclic garbage collector held off: decoding creates a few hundred thousand objects
-    and no cycles, so the collections their allocation triggers find nothing, yet each walks a
-    heap that in a long-running server holds the previous sessions (measured: 5-10% of a
-    10k-node decode). Re-enabled on the way out unless it was off already."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def decode(snap: pb.Snapshot, limits: Limits = Limits()) -> ClusterState:
     """Validate ``snap`` and convert it to columns. Raises InputError on bad input."""
-    with _collection_paused():
+    with heap.collection_paused():
         return _decode(snap, limits)
 
 

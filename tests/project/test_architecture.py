@@ -3,7 +3,7 @@
 Every ``import`` in ``sidecar/`` — including imports inside functions, which lazy front doors use
 — is read with ``ast`` and checked against the layer order
 
-    api, base (errors, dispatch, logs, wording, kubeobj) < snapshot < mirror < repack < scenarios | service
+    api, base (errors, dispatch, heap, logs, wording, kubeobj) < snapshot < mirror < repack < scenarios | service
     < server | client | watcher | sandbox < cli < __main__
 
 A module may import its own package and any lower layer, never a higher one or a peer of its
@@ -23,7 +23,7 @@ GENERATED = ROOT / "api" / "v1alpha1"
 
 LAYERS: list[set[str]] = [
     {"api"},
-    {"errors", "dispatch", "logs", "metricsport", "wording", "kubeobj"},
+    {"errors", "dispatch", "heap", "logs", "metricsport", "wording", "kubeobj"},
     {"snapshot"},
     {"mirror"},
     {"repack"},
@@ -34,7 +34,7 @@ LAYERS: list[set[str]] = [
 ]
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
 #: what the sandbox may use, and who may use it
-SANDBOX_USES = {"api", "errors", "dispatch", "logs", "kubeobj", "snapshot", "mirror", "scenarios"}
+SANDBOX_USES = {"api", "errors", "dispatch", "heap", "logs", "kubeobj", "snapshot", "mirror", "scenarios"}
 SANDBOX_USERS = {"cli", "__main__"}
 #: layers that must stay transport-free (a watcher or an HTTP intake calls them in process)
 NO_GRPC = {"snapshot", "mirror", "repack", "scenarios", "service"}

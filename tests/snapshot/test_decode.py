@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import math
 
 import numpy as np
@@ -242,20 +241,3 @@ def test_pods_allocatable_missing_means_unlimited() -> None:
     del n.allocatable["pods"]
     state = decode(snapshot([n], [task("a", "n")]))
     assert np.isinf(state.node_alloc[0, state.resource("pods")])
-
-
-@pytest.mark.parametrize("enabled", [True, False])
-def test_decode_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> None:
-    """Decoding holds off the cyclic collector (it creates no cycles, only objects); whether it
-    succeeds or refuses, the collector is back to the caller's setting afterwards."""
-    bad = base()
-    bad.nodes[0].name = ""
-    try:
-        (gc.enable if enabled else gc.disable)()
-        decode(base())
-        assert gc.isenabled() is enabled
-        with pytest.raises(InputError):
-            decode(bad)
-        assert gc.isenabled() is enabled
-    finally:
-        gc.enable()
