@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from sidecar import heap
 from sidecar.api.sessions import LATEST
 from sidecar.api.v1alpha1 import service_pb2, snapshot_pb2
 from sidecar.errors import InputError
@@ -111,7 +112,7 @@ class RepackService:
         if cost is None:  # a session: the planner's working copies of its state
             session = self._sessions.get(request.session_id)
             cost = state_cost(session.state) if session is not None else None
-        with self._admit(cost, deadline):
+        with self._admit(cost, deadline), heap.collection_paused():  # the Mirror and the status too
             resolved = self._sources.mirror(request, deadline)
             with resolved.locked():
                 started = time.perf_counter()

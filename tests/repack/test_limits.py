@@ -23,12 +23,12 @@ def reference_unlock(cands: list[list[int]], touched: np.ndarray, live: list[int
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(st.data())
 def test_value_order_counts_unlocked_candidates_as_defined(data: st.DataObject) -> None:
     n_groups = data.draw(st.integers(1, 6))
     cands = data.draw(
-        st.lists(st.lists(st.integers(0, n_groups - 1), min_size=1, max_size=3, unique=True), min_size=1, max_size=12)
+        st.lists(st.lists(st.integers(0, n_groups - 1), min_size=1, max_size=3, unique=True), min_size=1, max_size=16)
     )
     touched_moves = np.array(data.draw(st.lists(st.integers(0, 1), min_size=n_groups, max_size=n_groups)), np.int64)
     live = sorted(data.draw(st.sets(st.integers(0, len(cands) - 1), min_size=1)))
@@ -43,7 +43,7 @@ def test_value_order_counts_unlocked_candidates_as_defined(data: st.DataObject) 
     )
     budgets = Budgets.__new__(Budgets)
     budgets.table, budgets.gang = table, SimpleNamespace(moves=touched_moves)  # type: ignore[assignment]
-    scores = np.zeros(len(live))
+    scores = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=len(live), max_size=len(live))))
     ranks = budgets.value_order(np.array(live, np.intp), scores)
     unlock = np.array(reference_unlock(cands, touched_moves > 0, live))
     spent = np.array([len({g for g in cands[i] if not touched_moves[g]}) for i in live], np.float64)

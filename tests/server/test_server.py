@@ -328,9 +328,15 @@ def test_cancelled_and_late_calls_are_counted_with_their_real_codes(server) -> N
 
     s = stub(server.target)
     sid = s.OpenSession(
-        service_pb2.OpenSessionRequest(snapshot=synth(SynthOptions(nodes=4000, fill=0.8, seed=3))), timeout=120
+        service_pb2.OpenSessionRequest(snapshot=synth(SynthOptions(nodes=4800, fill=0.8, seed=3))), timeout=120
     ).session_id
-    spec = spec_pb2.RepackSpec(mode=spec_pb2.RepackSpec.DryRun, goals=[spec_pb2.RepackGoal(resource="nvidia.com/gpu")])
+    # a PodGroup budget plans twice (the cost order, then by value): a Plan on this session (4.8k
+    # nodes, under the 4 MiB message limit) takes over a second, well above the half second below
+    spec = spec_pb2.RepackSpec(
+        mode=spec_pb2.RepackSpec.DryRun,
+        goals=[spec_pb2.RepackGoal(resource="nvidia.com/gpu")],
+        max_per_run=spec_pb2.MaxPerRun(pod_groups=50),
+    )
     plan = f"/{SERVICE_NAME}/Plan"
     request = service_pb2.PlanRequest(session_id=sid, spec=spec)
     counts = {code: _rpc_count(plan, code) for code in ("CANCELLED", "DEADLINE_EXCEEDED", "UNKNOWN")}
