@@ -50,14 +50,10 @@ def round_scores(
     delta: npt.NDArray[np.float64], live: npt.NDArray[np.intp], weights: npt.NDArray[np.float64]
 ) -> npt.NDArray[np.float64]:
     """A round's scores for every candidate ([C]): :func:`ranking_scores` over the ``live`` ones
-    (``delta`` is the table's [5, C]), infinity for the rest. One pass of ``ext/ranking.pyx`` when
-    it is built."""
-    if dispatch.mode(_K) != "kernel":
-        out = np.full(delta.shape[1], np.inf)
-        out[live] = ranking_scores(np.take(delta, live, axis=1), tuple(weights.tolist()))
-        return out
-    out = np.empty(delta.shape[1])
-    _K.round_scores(delta, np.ascontiguousarray(live, np.intp), weights, out)
+    (``delta`` is the table's [5, C]), infinity for the rest. The specification of every round's
+    scores (the kernel's ``Rounds`` keeps them incrementally, tested bit for bit against this)."""
+    out = np.full(delta.shape[1], np.inf)
+    out[live] = ranking_scores(np.take(delta, live, axis=1), tuple(weights.tolist()))
     return out
 
 
@@ -107,17 +103,6 @@ def live_changes_twin(alive: Bools, retry_at: npt.NDArray[np.int64], n_freed: in
     flipped: Indices = np.flatnonzero(now != live)
     live[flipped] = now[flipped]
     return flipped
-
-
-def live_changes(
-    alive: Bools, retry_at: npt.NDArray[np.int64], n_freed: int, live: Bools, out: Indices | None = None
-) -> Indices:
-    """:func:`live_changes_twin`, in one kernel pass when built (``out``: scratch of len(alive))."""
-    if dispatch.mode(_K) != "kernel":
-        return live_changes_twin(alive, retry_at, n_freed, live)
-    buf = out if out is not None else np.empty(alive.size, np.intp)
-    count = _K.live_changes(alive.view(np.uint8), retry_at, n_freed, live.view(np.uint8), buf)
-    return buf[:count]
 
 
 class RoundScores:
@@ -171,7 +156,7 @@ class RoundScores:
         delta, counted = self.delta, self.counted
         if self._kernel is not None:
             return self._round_kernel(n_freed)
-        moved = live_changes(self.alive, self.retry_at, n_freed, self.live, self._changes).tolist()
+        moved = live_changes_twin(self.alive, self.retry_at, n_freed, self.live).tolist()
         live = self.live
         if self.span is None:  # the first round counts everything at once
             self._dirty.clear()
