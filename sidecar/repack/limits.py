@@ -144,7 +144,8 @@ class Budgets:
         new = [frozenset(m.group for m in table.cands[i].groups if not touched[m.group]) for i in live.tolist()]
         # A live candidate j sharing an untouched group g with k has g among its new groups, so
         # j's new groups fit in k's exactly when j's are {g} (counted per group) or, for j with
-        # several, when the set test says so (only those are walked).
+        # several, when the set test says so: each such j is offered to the candidates of its
+        # rarest new group only (a superset of j's groups holds that one too).
         singles: Counter[int] = Counter(next(iter(g)) for g in new if len(g) == 1)
         multi: dict[int, list[int]] = {}
         for kj, groups in enumerate(new):
@@ -155,15 +156,13 @@ class Budgets:
         for k, groups in enumerate(new):
             if len(groups) == 1:
                 unlock[k] = singles[next(iter(groups))] - 1  # the others with exactly this group
-                continue
-            total = sum(singles[g] for g in groups)
-            seen: set[int] = set()
-            for g in groups:
-                for kj in multi.get(g, ()):
-                    if kj != k and kj not in seen:
-                        seen.add(kj)
-                        total += new[kj] <= groups
-            unlock[k] = total
+            elif groups:
+                unlock[k] = sum(singles[g] for g in groups)
+        for kj, groups in enumerate(new):
+            if len(groups) > 1:
+                for k in multi[min(groups, key=lambda g: len(multi[g]))]:
+                    if k != kj and groups <= new[k]:
+                        unlock[k] += 1
         spent = np.array([len(g) for g in new], np.float64)
         per_unit = (1.0 + unlock) / np.maximum(spent, 1.0)
         order = np.lexsort((table.tie_rank[live], scores, -per_unit, spent > 0))
