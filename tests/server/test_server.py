@@ -331,7 +331,8 @@ def test_cancelled_and_late_calls_are_counted_with_their_real_codes(server) -> N
         service_pb2.OpenSessionRequest(snapshot=synth(SynthOptions(nodes=4800, fill=0.8, seed=3))), timeout=120
     ).session_id
     # a PodGroup budget plans twice (the cost order, then by value): a Plan on this session (4.8k
-    # nodes, under the 4 MiB message limit) takes over a second, well above the half second below
+    # nodes, under the 4 MiB message limit) takes about 0.9 s, the two queued ones twice that, well
+    # above the half second the calls below need
     spec = spec_pb2.RepackSpec(
         mode=spec_pb2.RepackSpec.DryRun,
         goals=[spec_pb2.RepackGoal(resource="nvidia.com/gpu")],
