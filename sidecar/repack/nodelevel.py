@@ -123,11 +123,8 @@ class NodeLevelPods:
         pair = self._pair[k]
         rules = self._rules.get(pair)
         if rules is None:
-            state, checks, t = self.mirror.state, self.mirror.predicates, int(self.pods.pods[k])
-            if checks.faces_none(int(state.task_profile[t])):
-                rules = []
-            else:
-                rules = checks.domain_rules(task_subject(state, t)) or []
+            state = self.mirror.state
+            rules = self.mirror.predicates.domain_rules(task_subject(state, int(self.pods.pods[k]))) or []
             self._rules[pair] = rules
         return rules
 

@@ -131,17 +131,13 @@ class CandidateTable:
                 self._saved,
             )
             self._bound = (gang, bound)
-        pairs = self.pairs
         n = self._bound[1].run(i)
         if n == 0:
             return Trial([], np.zeros((5, 0)), np.zeros(0))
         idx = self._others[:n]
         others, deltas = idx.tolist(), self._deltas[:, :n].copy()
-        roles = np.flatnonzero(pairs.roles[idx])
-        if roles.size:  # per-role minimums: the general rule, as in the twin
-            with gang.trial(self.cands[i].groups):
-                for k in roles.tolist():
-                    deltas[:, k] = marginal(gang, self.cands[others[k]].groups)
+        roles = self._general_rule(i, gang, others, deltas)
+        if roles.size:
             self.node_cost[self.node[idx[roles]]] = weighted(self.weights, deltas[:, roles])
         return Trial(others, deltas, self._old[:n].copy())
 
@@ -153,12 +149,23 @@ class CandidateTable:
         idx = np.array(others, np.intp)
         with gang.trial(self.cands[i].groups):
             deltas = marginal_many(gang, self.pairs, idx)
-            for k in np.flatnonzero(self.pairs.roles[idx]).tolist():  # per-role minimums: the general rule
-                deltas[:, k] = marginal(gang, self.cands[others[k]].groups)
+        self._general_rule(i, gang, others, deltas)
         nodes = self.node[others]
         old = self.node_cost[nodes]
         self.node_cost[nodes] = weighted(self.weights, deltas)
         return Trial(others, deltas, old)
+
+    def _general_rule(
+        self, i: int, gang: GangState, others: list[int], deltas: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.intp]:
+        """Rewrite the columns of ``deltas`` whose neighbour has per-role minimums with
+        :func:`marginal`'s general rule (``i``'s moves in the plan); returns their positions."""
+        roles = np.flatnonzero(self.pairs.roles[others])
+        if roles.size:
+            with gang.trial(self.cands[i].groups):
+                for k in roles.tolist():
+                    deltas[:, k] = marginal(gang, self.cands[others[k]].groups)
+        return roles
 
     def settle(self, trial: Trial, joined: bool) -> None:
         """The tried candidate joined the plan (its neighbours' trial costs are now their
