@@ -40,7 +40,7 @@ from sidecar.repack.receivers import Receivers
 from sidecar.repack.result import Move, PlanResult
 from sidecar.repack.search import Search
 from sidecar.repack.spec import RunSpec, require_provided_goal
-from sidecar.repack.table import CandidateTable
+from sidecar.repack.table import TIE, CandidateTable
 from sidecar.snapshot.state import ClusterState
 
 #: failed tries (since the last one) that trigger the bulk capacity check
@@ -154,8 +154,11 @@ class _Run:
         # rule 3's costs are the table's, kept current by its trial/settle
         self.receivers = Receivers(planner.mirror, self.sim, goal, prep.pinned, self.table.node_cost, rank)
         self.budgets = Budgets(state, spec, prep.gang, self.table)
-        self.scores = RoundScores(self.table.delta, self.weights, self.table.alive, self.table.retry_at)
+        self.scores = RoundScores(
+            self.table.delta, self.weights, self.table.alive, self.table.retry_at, self.table.tie_rank, TIE
+        )
         self.table.subscribe(self.scores.changed)
+        self.table.watch_live(self.scores.touch)
         self.budget_aware = budget_aware
         pods = CandidatePods.build(state, planner.mirror.predicates, prep.candidates)
         self.preflight = Preflight(state, goal, self.table, pods)
@@ -176,15 +179,16 @@ class _Run:
             scores = self.scores.round(len(self.freed))  # [C], infinity outside the round
             if self.scores.n_live == 0:
                 break
-            skip = self.scores.skip  # out for the rest of the round
+            skip, best_of = self.scores.skip, self.scores.best  # skipped: out for the rest of the round
             if self.budget_aware:  # ranks by value: a copy of this round's own
                 scores = scores.copy()
                 live = np.flatnonzero(self.scores.live)
                 scores[live] = self.budgets.value_order(live, scores[live])
                 skip = functools.partial(_blank, scores)
+                best_of = functools.partial(table.best, scores)
             chosen = -1
             while True:
-                best = table.best(scores)
+                best = best_of()
                 if best < 0:
                     break
                 if self._try(best):
@@ -255,7 +259,7 @@ class _Run:
         retry = any(receivers.node_checks_pass(subj) for subj in stuck)
         receivers.restore(self.table.cands[i].node, was_allowed)
         if retry:
-            self.table.retry_at[i] = len(self.freed) + 1
+            self.table.retry(i, len(self.freed) + 1)
         else:
             self.table.drop_no_receiver(i)
 

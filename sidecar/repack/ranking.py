@@ -111,11 +111,25 @@ class RoundScores:
     :meth:`changed` names the candidates whose ``delta`` column was rewritten since the last round.
     Within a round the caller takes candidates out with :meth:`skip`; the next round puts them
     back before it looks at what changed. With the kernel built, a round is one pass of
-    ``ext/ranking.pyx``'s ``round_update`` (each dimension's extremes kept with how many live
-    values hold them); the Python form below is its twin. The form is chosen once, at creation."""
+    ``ext/ranking.pyx``'s ``Rounds.update`` (each dimension's extremes kept with how many live
+    values hold them); the Python form below is its twin. The form is chosen once, at creation.
+    The kernel looks only at the candidates it is told about (:meth:`touch`, the table's
+    ``watch_live``) and at those waiting for a retry, not at every one, and picks (:meth:`best`)
+    from a heap of the scores: a round's cost follows what changed, not the candidate count."""
 
-    def __init__(self, delta: F64, weights: F64, alive: Bools, retry_at: npt.NDArray[np.int64]) -> None:
+    def __init__(
+        self,
+        delta: F64,
+        weights: F64,
+        alive: Bools,
+        retry_at: npt.NDArray[np.int64],
+        tie_rank: npt.NDArray[np.int64] | None = None,
+        tie: float = 0.0,
+    ) -> None:
         self.delta, self.weights, self.alive, self.retry_at = delta, weights, alive, retry_at
+        #: :meth:`best`'s tie rule (:func:`pick`'s arguments)
+        self.tie_rank = np.zeros(delta.shape[1], np.int64) if tie_rank is None else tie_rank
+        self.tie = tie
         self.live: Bools = np.zeros(delta.shape[1], bool)
         self.n_live = 0
         self.counted = delta.copy()  # each live candidate's column as the extremes count it
@@ -123,6 +137,10 @@ class RoundScores:
         self.scores: F64 = np.full(delta.shape[1], np.inf)
         self.span: tuple[float, ...] | None = None
         self._dirty: set[int] = set()
+        #: the kernel's live set follows these instead of a pass over every candidate: the ones
+        #: whose alive or retry_at was written (:meth:`touch`) and the ones waiting for a retry
+        self._touched: list[int] = []
+        self._waiting: set[int] = set()
         self._skipped: list[tuple[int, float]] = []
         self._changes: Indices = np.empty(delta.shape[1], np.intp)
         #: the kernel's form (ext/ranking.pyx Rounds), bound to these arrays; None: the twin below
@@ -137,21 +155,37 @@ class RoundScores:
                 self._changes,
                 weights,
                 self.scores,
+                self.tie_rank,
+                tie,
             )
 
     def changed(self, candidates: list[int]) -> None:
         self._dirty.update(candidates)
+
+    def touch(self, i: int) -> None:
+        """Candidate ``i``'s ``alive`` or ``retry_at`` was written: the next round looks at it."""
+        self._touched.append(i)
 
     def skip(self, i: int) -> None:
         """Leave candidate ``i`` out for the rest of this round."""
         self._skipped.append((i, float(self.scores[i])))
         self.scores[i] = np.inf
 
+    def best(self) -> int:
+        """:func:`pick` over this round's scores (skips applied). The kernel keeps the scores in a
+        heap, so a pick costs the candidates tied at the top, not a pass over all of them."""
+        if self._kernel is not None:
+            return int(self._kernel.pick())
+        return pick(self.scores, self.tie_rank, self.tie)
+
     def round(self, n_freed: int) -> F64:
         """Scores for this round's candidates in play; infinity elsewhere. The array is this
         object's: read it, and leave candidates out with :meth:`skip` (or copy it)."""
         for i, v in reversed(self._skipped):
-            self.scores[i] = v
+            if self._kernel is not None:
+                self._kernel.restore(i, v)
+            else:
+                self.scores[i] = v
         self._skipped.clear()
         delta, counted = self.delta, self.counted
         if self._kernel is not None:
@@ -202,8 +236,16 @@ class RoundScores:
         return self.scores
 
     def _round_kernel(self, n_freed: int) -> F64:
-        self.span = ()  # counted (the kernel keeps its extremes)
         dirty = np.fromiter(self._dirty, np.intp, len(self._dirty))
         self._dirty.clear()
-        self.n_live = self._kernel.update(n_freed, dirty)
+        # whose being in play may have changed: the touched and the waiting (the first round
+        # looks at every candidate)
+        maybe = self._waiting.union(self._touched)
+        self._touched.clear()
+        if self.span is None:
+            maybe = set(np.flatnonzero(self.retry_at > n_freed).tolist())
+        self.span = ()  # counted (the kernel keeps its extremes)
+        self.n_live = self._kernel.update(n_freed, dirty, np.fromiter(maybe, np.intp, len(maybe)))
+        alive, retry_at = self.alive, self.retry_at
+        self._waiting = {i for i in maybe if alive[i] and retry_at[i] > n_freed}
         return self.scores

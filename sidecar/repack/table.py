@@ -67,6 +67,7 @@ class CandidateTable:
         self._saved = np.empty(int(np.diff(self.pairs.start).max(initial=0)))
         self._bound: tuple[GangState, Any] | None = None  # the kernel with this table's and a gang's arrays
         self._on_delta: list[Callable[[list[int]], None]] = []  # see subscribe
+        self._on_live: list[Callable[[int], None]] = []  # see watch_live
         self.weights = np.asarray(spec.weights.as_tuple(), np.float64)
         #: [N] receiver rule 3: each candidate's weighted marginal cost of emptying it on top of the
         #: plan so far (during a try, on top of the tried candidate too); 0 for other nodes
@@ -80,6 +81,17 @@ class CandidateTable:
         """``listener`` is told which candidates' ``delta`` columns a settled try rewrote (the
         round's scores follow them)."""
         self._on_delta.append(listener)
+
+    def watch_live(self, listener: Callable[[int], None]) -> None:
+        """``listener`` is told each candidate whose ``alive`` or ``retry_at`` is written (the
+        round's set in play follows them); both are written here only."""
+        self._on_live.append(listener)
+
+    def retry(self, i: int, at: int) -> None:
+        """Candidate ``i`` is out of play until ``at`` nodes are freed."""
+        self.retry_at[i] = at
+        for listener in self._on_live:
+            listener(i)
 
     def in_play(self, n_freed: int) -> npt.NDArray[np.intp]:
         return np.flatnonzero(self.alive & (self.retry_at <= n_freed))
@@ -183,14 +195,19 @@ class CandidateTable:
         c = self.cands[i]
         names = ", ".join(sorted({self.state.node_names[x] for x in targets}))
         self.outcomes[c.node] = emptied_outcome(c, names)
-        self.alive[i] = False
+        self._dead(i)
         for target in set(targets):  # a node that received pods stays occupied: no longer a candidate
             j = self.index_of.get(target)
             if j is not None and self.alive[j]:
                 self.drop(j, RECEIVER, "receives pods in this plan, so it stays occupied")
 
-    def drop(self, i: int, reason: str, message: str) -> None:
+    def _dead(self, i: int) -> None:
         self.alive[i] = False
+        for listener in self._on_live:
+            listener(i)
+
+    def drop(self, i: int, reason: str, message: str) -> None:
+        self._dead(i)
         node = self.cands[i].node
         self.outcomes[node] = Outcome(node, False, reason, message)
 

@@ -72,7 +72,7 @@ def test_incremental_round_scores_equal_a_fresh_computation_every_round(data) ->
     """Random rounds: candidates die, wait for a retry and come back, some get new costs (few
     distinct values, so extremes are shared, vanish and come back), some are skipped within a
     round; each round equals round_scores over the candidates in play, bit for bit, in both forms
-    (the kernel's round_update and its Python twin; the form is fixed when RoundScores is made)."""
+    (the kernel's Rounds.update and its Python twin; the form is fixed when RoundScores is made)."""
     mode = data.draw(st.sampled_from(["kernel", "twin"] if built else ["twin"]))
     with dispatch.forced(mode):  # type: ignore[arg-type]
         _play_rounds(data)
@@ -87,7 +87,9 @@ def _play_rounds(data) -> None:  # type: ignore[no-untyped-def]
     weights = data.draw(hnp.arrays(np.float64, 5, elements=st.sampled_from([0.0, 1.0, 3.0])))
     alive = np.ones(c, bool)
     retry_at = np.zeros(c, np.int64)
-    rounds = RoundScores(delta, weights, alive, retry_at)
+    tie_rank = np.array(data.draw(st.lists(st.integers(0, 4), min_size=c, max_size=c)), np.int64)
+    tie = data.draw(st.sampled_from([0.0, 1e-12, 0.4, 1.5]))
+    rounds = RoundScores(delta, weights, alive, retry_at, tie_rank, tie)
     for n_freed in range(data.draw(st.integers(1, 12))):
         changed = data.draw(st.lists(st.integers(0, c - 1), max_size=c, unique=True))
         for i in changed:
@@ -98,10 +100,20 @@ def _play_rounds(data) -> None:  # type: ignore[no-untyped-def]
                 alive[i] = False
             else:
                 retry_at[i] = n_freed + data.draw(st.integers(0, 2))
+            rounds.touch(i)  # as the table tells the planner's RoundScores
         got = rounds.round(n_freed).copy()
         live = alive & (retry_at <= n_freed)
         expected = ranking.round_scores(delta, np.flatnonzero(live), weights)
         assert got.tobytes() == expected.tobytes()
         assert rounds.n_live == int(live.sum())
+        _same_pick(rounds, tie_rank, tie)
         for i in data.draw(st.lists(st.integers(0, c - 1), max_size=3, unique=True)):
             rounds.skip(i)  # out for the rest of this round only
+            _same_pick(rounds, tie_rank, tie)
+
+
+def _same_pick(rounds: ranking.RoundScores, tie_rank: np.ndarray, tie: float) -> None:  # type: ignore[type-arg]
+    """best() (the kernel's heap, or the Python pick) is the Python pick over the round's array."""
+    with dispatch.forced("twin"):
+        expected = ranking.pick(rounds.scores.copy(), tie_rank, tie)
+    assert rounds.best() == expected
