@@ -52,6 +52,9 @@ class Outcome:
     seconds: float
     freed_nodes: list[int] = field(default_factory=list)  # emptied, before subtracting lit nodes
     lit: int = 0  # nodes that held none of the goal resource before and hold some after
+    #: the goal resource's allocatable on the emptied nodes minus on the lit ones, in cards: what
+    #: the freed count leaves out (one emptied 8-card node weighs as much as one 1-card node)
+    freed_cards: float = 0.0
     rejected_sources: set[int] = field(default_factory=set)  # nodes with an infeasible or stranded move
     node_of: npt.NDArray[np.int32] | None = None
 
@@ -231,7 +234,9 @@ def measure(state: ClusterState, run: RunSpec, proposal: Proposal) -> Outcome:
     after = np.bincount(sim.node_of[after_mask], weights=state.task_req[after_mask, g], minlength=state.n_nodes)
     # A move onto an idle node saves nothing: count what the occupied-node total lost.
     freed = np.flatnonzero((before > TOL) & (after <= TOL)).tolist()
-    lit = int(((before <= TOL) & (after > TOL)).sum())
+    lit_mask = (before <= TOL) & (after > TOL)
+    lit = int(lit_mask.sum())
+    freed_cards = float(state.node_alloc[freed, g].sum() - state.node_alloc[lit_mask, g].sum()) / 1000.0
     gang = GangState.build(state, g, holding_mask(state))
     below = sum(1 for pg, n in moved.items() if pg >= 0 and n > gang.safe(pg))
     return Outcome(
@@ -246,6 +251,7 @@ def measure(state: ClusterState, run: RunSpec, proposal: Proposal) -> Outcome:
         freed_nodes=freed,
         node_of=sim.node_of.copy(),
         lit=lit,
+        freed_cards=freed_cards,
         rejected_sources=rejected,
     )
 
