@@ -139,35 +139,28 @@ class Budgets:
         """Under ``maxPerRun.podGroups``, rank ``live`` by what each candidate buys with the budget:
         first those that touch no new PodGroup (free), then by nodes unlocked per new PodGroup —
         ``(1 + live candidates whose every untouched PodGroup it would touch) / its new PodGroups`` —
-        and the guide's cost order (``scores``) among equals. Returns rank positions (lower first)."""
-        table, touched = self.table, self.gang.moves > 0
-        new = [frozenset(m.group for m in table.cands[i].groups if not touched[m.group]) for i in live.tolist()]
+        and the guide's cost order (``scores``) among equals. Returns rank positions (lower first).
+        Counted on the (candidate, new PodGroup) pairs at once: a round costs array passes, not a
+        Python loop over the candidates and their groups."""
+        table = self.table
+        n = live.size
+        pc, pg = _new_pairs(table.pairs.start, table.pairs.group, live, self.gang.moves > 0)
+        spent = np.bincount(pc, minlength=n)
+        n_groups = int(pg.max(initial=-1)) + 1
         # A live candidate j sharing an untouched group g with k has g among its new groups, so
         # j's new groups fit in k's exactly when j's are {g} (counted per group) or, for j with
-        # several, when the set test says so: each such j is offered to the candidates of its
-        # rarest new group only (a superset of j's groups holds that one too).
-        singles: Counter[int] = Counter(next(iter(g)) for g in new if len(g) == 1)
-        multi: dict[int, list[int]] = {}
-        for kj, groups in enumerate(new):
-            if len(groups) > 1:
-                for g in groups:
-                    multi.setdefault(g, []).append(kj)
-        unlock = np.zeros(live.size)
-        for k, groups in enumerate(new):
-            if len(groups) == 1:
-                unlock[k] = singles[next(iter(groups))] - 1  # the others with exactly this group
-            elif groups:
-                unlock[k] = sum(singles[g] for g in groups)
-        for kj, groups in enumerate(new):
-            if len(groups) > 1:
-                for k in multi[min(groups, key=lambda g: len(multi[g]))]:
-                    if k != kj and groups <= new[k]:
-                        unlock[k] += 1
-        spent = np.array([len(g) for g in new], np.float64)
-        per_unit = (1.0 + unlock) / np.maximum(spent, 1.0)
+        # several, when k holds every one of them (checked on the candidates of one of j's groups).
+        one = spent[pc] == 1
+        singles = np.bincount(pg[one], minlength=n_groups)
+        unlock = np.zeros(n)
+        unlock[pc[one]] = singles[pg[one]] - 1  # the others with exactly this group
+        several = ~one
+        unlock += np.bincount(pc[several], weights=singles[pg[several]], minlength=n).astype(np.float64)
+        unlock += _supersets(pc[several], pg[several], spent, n, n_groups)
+        per_unit = (1.0 + unlock) / np.maximum(spent, 1).astype(np.float64)
         order = np.lexsort((table.tie_rank[live], scores, -per_unit, spent > 0))
-        ranks = np.empty(live.size)
-        ranks[order] = np.arange(live.size)
+        ranks = np.empty(n)
+        ranks[order] = np.arange(n)
         return ranks
 
     def pdb_ok(self, i: int) -> bool:
@@ -218,3 +211,58 @@ class Preflight:
         bad[self.cand[pod_bad]] = True
         for i in np.flatnonzero(bad & self.table.alive):
             self.table.drop_no_receiver(int(i))
+
+
+def _new_pairs(
+    start: npt.NDArray[np.intp], group: npt.NDArray[np.intp], live: npt.NDArray[np.intp], touched: npt.NDArray[np.bool_]
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """The live candidates' (position in ``live``, untouched PodGroup) pairs."""
+    lens = start[live + 1] - start[live]
+    pos = np.repeat(np.arange(live.size), lens)
+    at = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(start[live], lens)
+    groups = group[at]
+    keep = ~touched[groups]
+    return pos[keep], groups[keep]
+
+
+def _supersets(
+    pc: npt.NDArray[np.intp], pg: npt.NDArray[np.intp], spent: npt.NDArray[np.int64], n: int, n_groups: int
+) -> npt.NDArray[np.float64]:
+    """For each position k: how many j != k with several new groups have them all among k's, given
+    the (position, group) pairs of the candidates with several (k must be one of them too)."""
+    out = np.zeros(n)
+    if pc.size == 0:
+        return out
+    # the candidates with several groups, per group (CSR), and each one's rarest group
+    by_group = np.argsort(pg, kind="stable")
+    members = pc[by_group]
+    bounds = np.searchsorted(pg[by_group], np.arange(n_groups + 1))
+    size = np.diff(bounds)[pg]
+    order = np.lexsort((size, pc))
+    firsts = order[np.r_[True, pc[order][1:] != pc[order][:-1]]]
+    j, rarest = pc[firsts], pg[firsts]
+    # every (j, k) with k holding j's rarest group, then whether k holds each of j's groups
+    lens = bounds[rarest + 1] - bounds[rarest]
+    jj = np.repeat(j, lens)
+    kk = members[np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(bounds[rarest], lens)]
+    # k must differ, hold at least as many groups, and pass a 64-bit signature of j's groups
+    # (a group's bit is g mod 64) before the exact test below
+    sig = np.zeros(n, np.uint64)
+    np.bitwise_or.at(sig, pc, np.left_shift(np.uint64(1), (pg % 64).astype(np.uint64)))
+    maybe = (jj != kk) & (spent[kk] >= spent[jj]) & ((sig[jj] & ~sig[kk]) == 0)
+    jj, kk = jj[maybe], kk[maybe]
+    held = np.sort(pc.astype(np.int64) * n_groups + pg)
+    j_start = np.zeros(n + 1, np.intp)
+    np.cumsum(np.bincount(pc, minlength=n), out=j_start[1:])
+    j_groups = pg[np.argsort(pc, kind="stable")]
+    k_lens = spent[jj]
+    pair = np.repeat(np.arange(jj.size), k_lens)
+    g = j_groups[
+        np.arange(int(k_lens.sum())) - np.repeat(np.cumsum(k_lens) - k_lens, k_lens) + np.repeat(j_start[jj], k_lens)
+    ]
+    keys = np.repeat(kk.astype(np.int64), k_lens) * n_groups + g
+    found = held[np.minimum(np.searchsorted(held, keys), held.size - 1)] == keys
+    hits = np.bincount(pair, weights=found, minlength=jj.size)
+    subset = hits == k_lens
+    out += np.bincount(kk[subset], minlength=n)
+    return out
