@@ -155,7 +155,7 @@ class Budgets:
         unlock = np.zeros(n)
         unlock[pc[one]] = singles[pg[one]] - 1  # the others with exactly this group
         several = ~one
-        unlock += np.bincount(pc[several], weights=singles[pg[several]], minlength=n).astype(np.float64)
+        unlock += np.bincount(pc[several], weights=singles[pg[several]], minlength=n)
         unlock += _supersets(pc[several], pg[several], spent, n, n_groups)
         per_unit = (1.0 + unlock) / np.maximum(spent, 1).astype(np.float64)
         order = np.lexsort((table.tie_rank[live], scores, -per_unit, spent > 0))
@@ -229,7 +229,8 @@ def _supersets(
     pc: npt.NDArray[np.intp], pg: npt.NDArray[np.intp], spent: npt.NDArray[np.int64], n: int, n_groups: int
 ) -> npt.NDArray[np.float64]:
     """For each position k: how many j != k with several new groups have them all among k's, given
-    the (position, group) pairs of the candidates with several (k must be one of them too)."""
+    the (position, group) pairs of the candidates with several (k must be one of them too),
+    ordered by position as :func:`_new_pairs` gives them."""
     out = np.zeros(n)
     if pc.size == 0:
         return out
@@ -238,8 +239,10 @@ def _supersets(
     members = pc[by_group]
     bounds = np.searchsorted(pg[by_group], np.arange(n_groups + 1))
     size = np.diff(bounds)[pg]
-    order = np.lexsort((size, pc))
-    firsts = order[np.r_[True, pc[order][1:] != pc[order][:-1]]]
+    starts = np.flatnonzero(np.r_[True, pc[1:] != pc[:-1]])
+    rarest_size = np.repeat(np.minimum.reduceat(size, starts), np.diff(np.r_[starts, pc.size]))
+    at = np.flatnonzero(size == rarest_size)
+    firsts = at[np.r_[True, pc[at][1:] != pc[at][:-1]]]
     j, rarest = pc[firsts], pg[firsts]
     # every (j, k) with k holding j's rarest group, then whether k holds each of j's groups
     lens = bounds[rarest + 1] - bounds[rarest]
@@ -254,10 +257,9 @@ def _supersets(
     held = np.sort(pc.astype(np.int64) * n_groups + pg)
     j_start = np.zeros(n + 1, np.intp)
     np.cumsum(np.bincount(pc, minlength=n), out=j_start[1:])
-    j_groups = pg[np.argsort(pc, kind="stable")]
     k_lens = spent[jj]
     pair = np.repeat(np.arange(jj.size), k_lens)
-    g = j_groups[
+    g = pg[  # j's groups (pg is by position)
         np.arange(int(k_lens.sum())) - np.repeat(np.cumsum(k_lens) - k_lens, k_lens) + np.repeat(j_start[jj], k_lens)
     ]
     keys = np.repeat(kk.astype(np.int64), k_lens) * n_groups + g
