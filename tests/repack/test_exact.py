@@ -75,6 +75,14 @@ def test_the_solver_banner_never_reaches_stdout() -> None:
     assert done.stdout == "done\n"
 
 
+def test_the_solver_runs_without_the_rins_sub_mip() -> None:
+    """RINS' sub-MIP presolve could outlive the time limit by tens of minutes (highspy 1.16.0, an
+    openb cut): a Plan with strategy Exact must end near its limit, so the solver runs without it."""
+    h = exact._highs()
+    status, value = h.getOptionValue("mip_heuristic_run_rins")
+    assert str(status).endswith("kOk") and value is False
+
+
 def test_a_plan_request_with_strategy_exact_frees_more_than_greedy() -> None:
     """Through the service, as every front door calls it: a seeded cluster where the exact model
     empties one node more than the greedy plan; every move in the answer names real nodes."""
