@@ -64,6 +64,24 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_port_outside_ephemeral() -> int:
+    """A free port below the kernel's ephemeral range, for a port bound and released again test
+    after test: one from the range (as :func:`free_port` gives) can meanwhile become the local end
+    of any outgoing connection, and the next bind fails with "Address already in use"."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    for port in range(low - 1, max(1024, low - 8192), -1):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise ClusterError(f"no free port below the ephemeral range (from {low})")
+
+
 def module_dir(component: str, module: str) -> Path:
     """Where ``module`` (at the version go/controlplane/COMPONENT/go.mod pins) sits in GOMODCACHE."""
     out = subprocess.run(
@@ -160,7 +178,7 @@ class RealCluster:
         self.audit_log = self.dir / "audit.log"
         #: where this session's watchers serve the placement gate's webhook (registered by URL:
         #: there is no Service network here); one port, so one webhook-serving watcher at a time
-        self.gate_port = free_port()
+        self.gate_port = free_port_outside_ephemeral()
 
     # -- paths and clients ------------------------------------------------------------------
     @property
