@@ -331,12 +331,13 @@ def test_cancelled_and_late_calls_are_counted_with_their_real_codes(server) -> N
         service_pb2.OpenSessionRequest(snapshot=synth(SynthOptions(nodes=4800, fill=0.8, seed=3))), timeout=120
     ).session_id
     # a PodGroup budget plans twice (the cost order, then by value): a Plan on this session (4.8k
-    # nodes, under the 4 MiB message limit) takes about 0.9 s, the two queued ones twice that, well
+    # nodes, under the 4 MiB message limit) with 300 PodGroups takes about 1.1 s (2 Dec; with 50 it
+    # became 0.3 s once the budget-aware order went to arrays), the queued one as long again, well
     # above the half second the calls below need
     spec = spec_pb2.RepackSpec(
         mode=spec_pb2.RepackSpec.DryRun,
         goals=[spec_pb2.RepackGoal(resource="nvidia.com/gpu")],
-        max_per_run=spec_pb2.MaxPerRun(pod_groups=50),
+        max_per_run=spec_pb2.MaxPerRun(pod_groups=300),
     )
     plan = f"/{SERVICE_NAME}/Plan"
     request = service_pb2.PlanRequest(session_id=sid, spec=spec)
