@@ -55,6 +55,7 @@ from kubernetes import client, config
 from bench.common import machine, save
 from bench.shapes import TRACES
 from sidecar import logs
+from sidecar.api.repackrun import TERMINAL
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.cli.localgate import serve_local_gate
 from sidecar.client import RepackClient
@@ -71,7 +72,7 @@ from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.controller import Controller
 from sidecar.watcher.informer import Backoff
 from sidecar.watcher.runner import reconcilers
-from sidecar.watcher.status import GROUP, PLURAL, TERMINAL, VERSION
+from sidecar.watcher.status import GROUP, PLURAL, VERSION
 
 Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[1]

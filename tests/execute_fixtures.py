@@ -18,12 +18,13 @@ from typing import Any
 import yaml
 from kubernetes import client, config
 
+from sidecar.api.repackrun import TERMINAL
 from sidecar.sandbox.apiserver import ApiServer
 from sidecar.sandbox.controlplane import ControlPlane, ControlPlaneConfig
 from sidecar.sandbox.objects import objects_from_snapshot
 from sidecar.snapshot.io import load_snapshot
 from sidecar.watcher.execute import ExecuteReconciler
-from sidecar.watcher.status import GROUP, PLURAL, TERMINAL, VERSION
+from sidecar.watcher.status import GROUP, PLURAL, VERSION
 
 Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[1]

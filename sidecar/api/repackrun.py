@@ -44,6 +44,10 @@ class Reason(StrEnum):
     # progress (Progressing)
     EVICTING = "Evicting"
     PLACING = "Placing"
+    # the planner's verdict (Complete, DryRun and a replan with no moves)
+    NO_FRAGMENTATION = "NoFragmentation"
+    INSUFFICIENT_IMPROVEMENT = "InsufficientImprovement"
+    REPACK_RECOMMENDED = "RepackRecommended"
     # outcome (Complete / Failed)
     EXECUTION_COMPLETED = "ExecutionCompleted"
     EXECUTION_COMPLETED_ELSEWHERE = "ExecutionCompletedWithAlternativePlacement"

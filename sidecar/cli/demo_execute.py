@@ -26,6 +26,7 @@ from typing import Any, cast
 import yaml
 from kubernetes import client, config
 
+from sidecar.api.repackrun import TERMINAL, Phase
 from sidecar.cli.localgate import serve_local_gate
 from sidecar.cli.output import table
 from sidecar.client import RepackClient
@@ -39,7 +40,7 @@ from sidecar.watcher.args import ExecuteFlags, WatchOptions
 from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.controller import Controller
 from sidecar.watcher.runner import reconcilers
-from sidecar.watcher.status import GROUP, PLURAL, TERMINAL, VERSION
+from sidecar.watcher.status import GROUP, PLURAL, VERSION
 from sidecar.wording import change, number, percent
 
 NPU = "huawei.com/ascend-1980"
@@ -241,7 +242,7 @@ def _show(
             f"verified {result.get('metricsVerified')}\n"
         )
         out(node_table(core) + "\n")
-        if status.get("phase") != "Succeeded":
+        if status.get("phase") != Phase.SUCCEEDED:
             out(f"The run ended {status.get('phase') or 'unfinished'}: {_reasons(current)}")
             out(
                 "nominatedNodeName is a suggestion: a scheduling cycle that read the cluster before the\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from sidecar.api.repackrun import Reason
 from sidecar.api.v1alpha1 import plan_pb2
 from sidecar.repack.fragmentation import Fragmentation
 from sidecar.repack.result import PlanResult
@@ -11,10 +12,6 @@ from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import to_user_units
 from sidecar.wording import change, count
-
-NO_FRAGMENTATION = "NoFragmentation"
-INSUFFICIENT = "InsufficientImprovement"
-RECOMMENDED = "RepackRecommended"
 
 
 def fragmentation_message(f: Fragmentation) -> plan_pb2.Fragmentation:
@@ -46,23 +43,23 @@ def outcome(result: PlanResult, spec: RunSpec) -> tuple[str, str]:
     """(reason, message) of the Complete condition."""
     before, after = result.before, result.after
     if before.occupied_nodes <= before.min_occupied_nodes:
-        return NO_FRAGMENTATION, (
+        return Reason.NO_FRAGMENTATION, (
             f"{spec.resource}: {before.occupied_nodes} occupied nodes, already the minimum "
             f"({before.min_occupied_nodes}, {before.min_method})"
         )
     freed = len(result.freed)
     gain = result.improvement
     if freed >= 1 and gain + 1e-9 >= spec.min_improvement:
-        return RECOMMENDED, (
+        return Reason.REPACK_RECOMMENDED, (
             f"freeing {count(freed, 'node')} lowers {spec.resource} fragmentation "
             f"{change(before.percent, after.percent)} ({count(round(gain, 1), 'point')})"
         )
     if freed == 0:
-        return INSUFFICIENT, (
+        return Reason.INSUFFICIENT_IMPROVEMENT, (
             f"{spec.resource} fragmentation is {before.percent:.1f}% but no node can be emptied "
             "within scope, budgets and scheduling constraints"
         )
-    return INSUFFICIENT, (
+    return Reason.INSUFFICIENT_IMPROVEMENT, (
         f"the best feasible plan frees {freed} node(s) for {gain:.1f} points, below "
         f"minFragImprovementPercent {spec.min_improvement:g}"
     )
@@ -70,7 +67,7 @@ def outcome(result: PlanResult, spec: RunSpec) -> tuple[str, str]:
 
 def to_status(state: ClusterState, result: PlanResult, spec: RunSpec) -> plan_pb2.RepackStatus:
     reason, message = outcome(result, spec)
-    recommended = reason == RECOMMENDED
+    recommended = reason == Reason.REPACK_RECOMMENDED
     status = plan_pb2.RepackStatus(phase="Succeeded", warnings=state.warnings)
     status.conditions.add(type="Complete", status="True", reason=reason, message=message)
     plan = status.plan

@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sidecar.api.repackrun import Mode, Phase, Reason
+from sidecar.api.repackrun import TERMINAL, Mode, Phase, Reason
 from sidecar.kubeobj import Obj
 from sidecar.watcher.journal import EVICTED, relocations_of
-from sidecar.watcher.status import TERMINAL, mode_of, parse_time, phase_of, rfc3339
+from sidecar.watcher.status import mode_of, parse_time, phase_of, rfc3339
 
 ANOTHER_RUN_ACTIVE, COOLDOWN_ACTIVE = Reason.ANOTHER_RUN_ACTIVE, Reason.COOLDOWN_ACTIVE
 

@@ -27,7 +27,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client import ApiException
 
-from sidecar.api.repackrun import Mode, Phase
+from sidecar.api.repackrun import TERMINAL, Mode, Phase
 from sidecar.kubeobj import Obj
 from sidecar.watcher import observer as observe
 from sidecar.watcher.cluster import ClusterCache
@@ -36,7 +36,7 @@ from sidecar.watcher.informer import DELETED, Backoff
 from sidecar.watcher.journal import relocations_of
 from sidecar.watcher.planner import Planner
 from sidecar.watcher.requeue import Reconciled, soonest
-from sidecar.watcher.status import GROUP, PLURAL, TERMINAL, VERSION, phase_of
+from sidecar.watcher.status import GROUP, PLURAL, VERSION, phase_of
 from sidecar.watcher.workqueue import WorkQueue
 
 log = structlog.get_logger("sidecar.watcher")

@@ -14,7 +14,7 @@ import structlog
 from google.protobuf import json_format
 from kubernetes import client
 
-from sidecar.api.repackrun import Condition, Mode, Phase
+from sidecar.api.repackrun import TERMINAL, Condition, Mode, Phase
 from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.kubeobj import Obj
 from sidecar.snapshot.io import parse_dict
@@ -24,7 +24,6 @@ from sidecar.watcher.plannerwait import UNAVAILABLE, PlannerWait, mark_waiting
 from sidecar.watcher.requeue import Reconciled, after
 from sidecar.watcher.source import plan_run
 from sidecar.watcher.status import (
-    TERMINAL,
     Clock,
     Hook,
     StatusWriter,

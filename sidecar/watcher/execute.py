@@ -32,7 +32,7 @@ import structlog
 from google.protobuf import json_format
 from kubernetes import client
 
-from sidecar.api.repackrun import Condition, Mode, Phase, Reason
+from sidecar.api.repackrun import TERMINAL, Condition, Mode, Phase, Reason
 from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.errors import InputError
 from sidecar.kubeobj import Obj
@@ -50,7 +50,6 @@ from sidecar.watcher.source import plan_run
 from sidecar.watcher.status import (
     GROUP,
     PLURAL,
-    TERMINAL,
     VERSION,
     Clock,
     Hook,
@@ -140,7 +139,7 @@ class ExecuteReconciler:
         try:
             spec = parse_dict(run.get("spec") or {}, spec_pb2.RepackSpec(), source="spec")
         except InputError as exc:
-            failed = self._fail_early(run, "InvalidSpec", str(exc), now, admitted=False)
+            failed = self._fail_early(run, Reason.INVALID_SPEC, str(exc), now, admitted=False)
             return Reconciled(None if failed is None else phase_of(failed))
         current: Obj | None = run
         if _pending(run):
@@ -251,7 +250,7 @@ class ExecuteReconciler:
     def _nothing_to_do(self, run: Obj, planned: Any, plan_json: Obj, now: datetime) -> Obj | None:
         """Replan found no moves: Succeeded with the planner's reason (NoFragmentation, InsufficientImprovement)."""
         complete = next((c for c in planned.conditions if c.type == Condition.COMPLETE), None)
-        reason = complete.reason if complete is not None else "InsufficientImprovement"
+        reason = complete.reason if complete is not None else Reason.INSUFFICIENT_IMPROVEMENT
         message = complete.message if complete is not None else "the replan has no moves"
         before = plan_json.get("summary", {}).get("fragBeforePercent", 0.0)
         result = Result(frag_after_percent=before, metrics_verified=True, message=f"nothing evicted: {message}")

@@ -19,12 +19,12 @@ from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from sidecar.api.repackrun import Phase
+from sidecar.api.repackrun import TERMINAL, Phase
 from sidecar.metricsport import Check, PortServer, serve_port
 from sidecar.watcher.cluster import ClusterCache
 from sidecar.watcher.journal import EVICTED, Relocation, relocations_of
 from sidecar.watcher.observer import WatcherObserver
-from sidecar.watcher.status import TERMINAL, mode_of, phase_of
+from sidecar.watcher.status import mode_of, phase_of
 
 log = structlog.get_logger("sidecar.watcher")
 

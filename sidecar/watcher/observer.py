@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import structlog
 
-from sidecar.api.repackrun import Condition
+from sidecar.api.repackrun import TERMINAL, Condition
 from sidecar.kubeobj import Obj
 from sidecar.watcher.journal import BLOCKED, EVICTED, FAILED, Relocation
-from sidecar.watcher.status import TERMINAL, mode_of, phase_of
+from sidecar.watcher.status import mode_of, phase_of
 
 log = structlog.get_logger("sidecar.watcher")
 #: reconciler classes → their label in metrics

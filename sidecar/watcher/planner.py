@@ -15,6 +15,7 @@ from typing import Protocol
 import grpc
 
 from sidecar.api import richerrors
+from sidecar.api.repackrun import Reason
 from sidecar.api.sessions import LATEST
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.errors import InputError
@@ -91,14 +92,14 @@ def planner_error(exc: Exception) -> tuple[str, str]:
     """(reason, message) for a failed planner call: ``InvalidSpec`` for bad input (the spec or the
     snapshot), ``PlannerUnavailable`` for everything else (down, slow, session lost)."""
     if isinstance(exc, InputError):
-        return "InvalidSpec", str(exc)
+        return Reason.INVALID_SPEC, str(exc)
     if isinstance(exc, grpc.RpcError):
         bad = from_rpc(exc)
         if bad is not None:
-            return "InvalidSpec", str(bad)
+            return Reason.INVALID_SPEC, str(bad)
         if isinstance(exc, grpc.Call):
-            return "PlannerUnavailable", f"the sidecar did not answer: {exc.code().name}: {exc.details()}"
-        return "PlannerUnavailable", f"the sidecar did not answer: {exc}"
+            return Reason.PLANNER_UNAVAILABLE, f"the sidecar did not answer: {exc.code().name}: {exc.details()}"
+        return Reason.PLANNER_UNAVAILABLE, f"the sidecar did not answer: {exc}"
     if isinstance(exc, DeadlineExceeded):
-        return "PlannerUnavailable", f"planning timed out: {exc}"
-    return "PlannerUnavailable", f"{type(exc).__name__}: {exc}"
+        return Reason.PLANNER_UNAVAILABLE, f"planning timed out: {exc}"
+    return Reason.PLANNER_UNAVAILABLE, f"{type(exc).__name__}: {exc}"

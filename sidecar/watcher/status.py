@@ -18,7 +18,6 @@ import structlog
 from kubernetes import client
 from kubernetes.client import ApiException
 
-from sidecar.api.repackrun import TERMINAL as RUN_TERMINAL
 from sidecar.kubeobj import Obj
 
 #: the run as re-read -> its new status, or None when the step no longer applies
@@ -28,7 +27,6 @@ Clock = Callable[[], datetime]
 Hook = Callable[[str], None]
 
 GROUP, VERSION, PLURAL, KIND = "repack.volcano.sh", "v1alpha1", "repackruns", "RepackRun"
-TERMINAL = RUN_TERMINAL  # the RepackRun phases a run does not leave (sidecar/api/repackrun.py)
 COMPONENT = "repack-watcher"
 #: where Events about cluster-scoped objects go (as kubectl and the controllers do)
 EVENT_NAMESPACE = "default"

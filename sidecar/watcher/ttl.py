@@ -17,10 +17,10 @@ import structlog
 from kubernetes import client
 from kubernetes.client import ApiException
 
-from sidecar.api.repackrun import Condition
+from sidecar.api.repackrun import TERMINAL, Condition
 from sidecar.kubeobj import Obj
 from sidecar.watcher.requeue import Reconciled, after
-from sidecar.watcher.status import GROUP, PLURAL, TERMINAL, VERSION
+from sidecar.watcher.status import GROUP, PLURAL, VERSION
 
 DELETED = "Deleted"
 #: conditions whose True transition marks the end of a run
