@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from sidecar.api.repackrun import Reason
+from sidecar.api.repackrun import Condition, Phase, Reason
 from sidecar.api.v1alpha1 import plan_pb2
 from sidecar.repack.fragmentation import Fragmentation
 from sidecar.repack.result import PlanResult
@@ -68,8 +68,8 @@ def outcome(result: PlanResult, spec: RunSpec) -> tuple[str, str]:
 def to_status(state: ClusterState, result: PlanResult, spec: RunSpec) -> plan_pb2.RepackStatus:
     reason, message = outcome(result, spec)
     recommended = reason == Reason.REPACK_RECOMMENDED
-    status = plan_pb2.RepackStatus(phase="Succeeded", warnings=state.warnings)
-    status.conditions.add(type="Complete", status="True", reason=reason, message=message)
+    status = plan_pb2.RepackStatus(phase=Phase.SUCCEEDED, warnings=state.warnings)
+    status.conditions.add(type=Condition.COMPLETE, status="True", reason=reason, message=message)
     plan = status.plan
     summary = plan.summary
     summary.resource = spec.resource
