@@ -18,10 +18,9 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml setup.py MANIFEST.in README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY proto ./proto
 COPY ext ./ext
-COPY manifests/crd ./manifests/crd
 COPY sidecar ./sidecar
 COPY scripts/build-wheel-check.sh ./scripts/
 # The same steps tests/project/test_packaging.py runs: the wheel built with REPACK_REQUIRE_KERNELS=1 (a kernel

@@ -1,24 +1,17 @@
-"""Builds the Cython kernels in ext/ into the sidecar package, and ships the CRDs with it.
+"""Builds the Cython kernels in ext/ into the sidecar package.
 
 Every kernel has a pure-numpy twin, so the build is optional: without a C compiler (or with
 REPACK_PURE_PYTHON=1) the package installs and runs on the twins. REPACK_REQUIRE_KERNELS=1 (the
 image build, scripts/build-wheel-check.sh) turns that around: a kernel that does not compile -- no
 compiler, no libc or Python headers, Cython missing -- fails the build instead of shipping the twins.
-
-manifests/crd stays the one source of the CRDs (kubectl apply -k uses it); the build copies them to
-sidecar/data/crd so ``repack-sidecar sandbox serve --load`` finds them in an installed wheel.
 """
 
 import os
-import shutil
 import sys
 from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
-from setuptools.command.build_py import build_py
-
-CRDS = Path(__file__).resolve().parent / "manifests" / "crd"
 
 KERNELS = {
     # module name inside the package : source in ext/
@@ -57,19 +50,6 @@ class OptionalBuildExt(build_ext):
             print(f"warning: kernel {ext.name} not built ({exc}); using its Python twin", file=sys.stderr)
 
 
-class BuildPyWithCrds(build_py):
-    """Copy manifests/crd/*_*.yaml into the built package (editable installs read manifests/ directly)."""
-
-    def run(self):
-        super().run()
-        if getattr(self, "editable_mode", False):
-            return
-        out = Path(self.build_lib) / "sidecar" / "data" / "crd"
-        out.mkdir(parents=True, exist_ok=True)
-        for crd in sorted(CRDS.glob("*_*.yaml")):
-            shutil.copyfile(crd, out / crd.name)
-
-
 def extensions():
     if os.environ.get("REPACK_PURE_PYTHON") == "1":
         if REQUIRE_KERNELS:
@@ -92,4 +72,4 @@ def extensions():
     return cythonize(exts, compiler_directives={"language_level": "3"}, quiet=True)
 
 
-setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPyWithCrds})
+setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -89,6 +89,9 @@ class RepackClient:
         request = service_pb2.CloseSessionRequest(session_id=session_id)
         return self.stub.CloseSession(request, timeout=self.timeout)  # type: ignore[no-any-return]
 
+    def pipeline(self, request: service_pb2.PipelineRequest) -> service_pb2.PipelineResponse:
+        return self.stub.Pipeline(request, timeout=self.timeout)  # type: ignore[no-any-return]
+
     def supplement(self, request: service_pb2.SupplementRequest) -> service_pb2.SupplementResponse:
         return self.stub.Supplement(request, timeout=self.timeout)  # type: ignore[no-any-return]
 

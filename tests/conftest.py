@@ -1,6 +1,6 @@
-"""Fixtures for the whole suite: the gRPC sidecar (``server``, ``make_server``), the sandbox API
-server with a kubeconfig and the official client on it (``api``, ``kubeconfig``, ``k8s``). A package
-folder's conftest.py adds its own or loads a cluster into ``api``."""
+"""Fixtures for the whole suite: the gRPC sidecar (``server``, ``make_server``), the real control
+plane (``real_cluster``) and Volcano's compiled checks (``volcano_oracle``). A package folder's
+conftest.py adds its own (the watcher's: the fake cluster holding the guide's example)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ from pathlib import Path
 
 import hypothesis  # noqa: F401  (imported up front: see below)
 import pytest
-from kubernetes import client, config
 
 from sidecar import logs
-from sidecar.sandbox.apiserver import ApiServer
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import MIB, ServerConfig
 from tests.realcluster.launcher import ClusterError, RealCluster, ensure_built
@@ -22,9 +20,9 @@ from tests.realcluster.launcher import ClusterError, RealCluster, ensure_built
 logs.configure("json", "warning")
 
 # hypothesis' pytest plugin imports the package lazily in its terminal summary. Imported then,
-# pytest's assertion rewriter parses it while finalizers of the sandbox tests' HTTP clients may
-# run, and CPython 3.11's parser can fail with "AST constructor recursion depth mismatch"
-# (seen when only the sandbox tests run). Importing it here keeps that parse at start-up.
+# pytest's assertion rewriter parses it while finalizers of HTTP clients may run, and CPython
+# 3.11's parser can fail with "AST constructor recursion depth mismatch". Importing it here keeps
+# that parse at start-up.
 
 
 #: a real grpc.aio server on loopback, on its own event loop in a background thread
@@ -36,26 +34,6 @@ def server() -> Iterator[ServerThread]:
     s = ServerThread(ServerConfig(port=0, metrics_port=-1, max_message_bytes=4 * MIB, session_ttl_seconds=60))
     yield s
     s.stop()
-
-
-@pytest.fixture
-def api() -> Iterator[ApiServer]:
-    """An empty sandbox API server on loopback (a folder's conftest may load a cluster into it)."""
-    with ApiServer(history=50, bookmark_every=0.2) as s:
-        yield s
-
-
-@pytest.fixture
-def kubeconfig(api: ApiServer, tmp_path: Path) -> Path:
-    return api.kubeconfig(tmp_path / "kubeconfig")
-
-
-@pytest.fixture
-def k8s(kubeconfig: Path) -> Iterator[client.ApiClient]:
-    """The official client on ``api``."""
-    c = config.new_client_from_config(str(kubeconfig))
-    yield c
-    c.close()
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
-"""The RepackRun's words: its phases, condition types and reasons, one definition each.
+"""The RepackRun's words: its phases, condition types and reasons, and its Execute journal's
+eviction and placement phases, one definition each.
 
-The watcher writes them, the sandbox's CRD and printer columns show them, the CLI's demo narrates
-them; ``StrEnum`` members are the strings the API stores (``Phase.RUNNING == "Running"``), so a
-status read back from the API compares equal to them.
+The watcher writes them, the CRD's printer columns show them, the CLI's demo narrates them;
+``StrEnum`` members are the strings the API stores (``Phase.RUNNING == "Running"``), so a status
+read back from the API compares equal to them.
 """
 
 from __future__ import annotations
@@ -54,3 +55,30 @@ class Reason(StrEnum):
     EVICTION_BLOCKED = "EvictionBlocked"
     EXECUTION_TIMED_OUT = "ExecutionTimedOut"
     PARTIALLY_COMPLETED = "PartiallyCompleted"
+
+
+class EvictionPhase(StrEnum):
+    """``status.relocations[].eviction.phase``."""
+
+    PENDING = "Pending"
+    EVICTED = "Evicted"
+    BLOCKED = "Blocked"
+    FAILED = "Failed"
+
+
+class PlacementPhase(StrEnum):
+    """``status.relocations[].placement.phase``."""
+
+    PENDING = "Pending"
+    WAITING_FOR_REPLACEMENT = "WaitingForReplacement"
+    NOMINATED = "Nominated"
+    WAITING_FOR_SCHEDULER = "WaitingForScheduler"
+    BOUND = "Bound"
+    BOUND_ELSEWHERE = "BoundElsewhere"
+    SKIPPED = "Skipped"
+    TIMED_OUT = "TimedOut"
+
+
+#: placement phases a relocation does not leave
+PLACEMENT_TERMINAL = (PlacementPhase.BOUND, PlacementPhase.BOUND_ELSEWHERE, PlacementPhase.SKIPPED,
+                      PlacementPhase.TIMED_OUT)  # fmt: skip

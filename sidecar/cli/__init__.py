@@ -1,4 +1,4 @@
-"""``repack-sidecar`` command line: serve, evaluate, plan, demo, snapshot synth, sandbox serve, watch."""
+"""``repack-sidecar`` command line: serve, evaluate, plan, demo, snapshot synth, watch."""
 
 from __future__ import annotations
 
@@ -106,7 +106,6 @@ HANDLERS = {
     "demo": cmd_demo,
     "synth": commands.cmd_synth,
     "from_trace": commands.cmd_from_trace,
-    "sandbox_serve": commands.cmd_sandbox_serve,
     "watch": commands.cmd_watch,
 }
 

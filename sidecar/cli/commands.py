@@ -1,4 +1,4 @@
-"""The commands that are not evaluate/plan: serve, health, snapshot synth/from-trace, sandbox serve, watch."""
+"""The commands that are not evaluate/plan: serve, health, snapshot synth/from-trace, watch."""
 
 from __future__ import annotations
 
@@ -206,13 +206,6 @@ def cmd_health(ns: argparse.Namespace) -> int:
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     print(status)
     return 0 if reply.status == health_pb2.HealthCheckResponse.SERVING else 1
-
-
-def cmd_sandbox_serve(ns: argparse.Namespace) -> int:
-    """The API server emulator on loopback until SIGINT/SIGTERM; --load fills it from a snapshot."""
-    from sidecar.sandbox.apiserver.server import serve
-
-    return serve(ns.port, ns.kubeconfig, ns.load, control_plane=ns.control_plane, faults=ns.faults)
 
 
 def cmd_watch(ns: argparse.Namespace) -> int:

@@ -1,5 +1,5 @@
 """``repack-sidecar demo``: the embedded default — a built-in fragmented cluster planned by a real
-loopback sidecar (``--execute``: the guide's cluster repacked end to end in a sandbox, see
+loopback sidecar (``--execute``: the guide's cluster repacked end to end on an in-memory cluster, see
 ``demo_execute``)."""
 
 from __future__ import annotations

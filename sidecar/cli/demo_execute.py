@@ -1,10 +1,11 @@
 """``repack-sidecar demo --execute``: the guide's Steps 5–7 played end to end, with no cluster.
 
-Everything is the product's own code over real transports: the sandbox API server (HTTP) with its
-simulated Volcano (scheduler every ``schedulePeriod`` = 1 s, Volcano's default; kubelet; Job and
-ModelServing controllers), a sidecar on loopback gRPC, and the watcher exactly as ``watch`` wires
-it (informer caches, event-driven controller, DryRun/Execute/TTL reconcilers) talking to both
-through the official clients. The demo only applies the RepackRun and reports what it sees.
+The cluster is the in-memory fake of the watcher's cluster port (``sidecar.fake``) with its
+simulated Volcano (scheduler every ``schedulePeriod`` = 1 s, Volcano's default; kubelets; the Job
+and ModelServing rebuilds); the rest is the product as shipped: a sidecar on loopback gRPC, and
+the watcher exactly as ``watch`` wires it (informer caches, the event-driven controller with the
+DryRun/Execute/TTL reconcilers, the placement gate's admission decision, answered in process where
+the API server would call the webhook). The demo only applies the RepackRun and reports what it sees.
 
 The cluster is the guide's example (3 nodes of 4 NPUs; the DryRun's 33.3% → 0%). Its Step 7 job
 (2 workers × 4 NPUs, "accommodated by a complete node freed after repacking") assumes 8-NPU nodes,
@@ -14,33 +15,27 @@ node has free before the repack. The eviction grace is shortened so the show sta
 
 from __future__ import annotations
 
-import copy
-import json
-import tempfile
 import time
 from collections.abc import Callable
 from importlib import resources
-from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import yaml
-from kubernetes import client, config
 
 from sidecar.api.repackrun import TERMINAL, Phase
-from sidecar.cli.localgate import serve_local_gate
 from sidecar.cli.output import table
 from sidecar.client import RepackClient
+from sidecar.fake.cluster import FakeCluster
+from sidecar.fake.objects import objects_from_snapshot
+from sidecar.fake.plane import ControlPlane, PlaneConfig
 from sidecar.kubeobj import Obj
-from sidecar.sandbox.apiserver import ApiServer
-from sidecar.sandbox.controlplane import ControlPlaneConfig
-from sidecar.sandbox.objects import objects_from_snapshot
 from sidecar.server.background import BackgroundServer
 from sidecar.snapshot.io import load_snapshot
 from sidecar.watcher.args import ExecuteFlags, WatchOptions
-from sidecar.watcher.cluster import ClusterCache
-from sidecar.watcher.controller import Controller
-from sidecar.watcher.runner import reconcilers
-from sidecar.watcher.status import GROUP, PLURAL, VERSION
+from sidecar.watcher.kit.cache import ClusterCache
+from sidecar.watcher.kit.port import NAMESPACES as NAMESPACE
+from sidecar.watcher.kit.port import NODES, PODGROUPS, PODS, REPACKRUNS
+from sidecar.watcher.runner import build_controller, placement_gate
 from sidecar.wording import change, number, percent
 
 NPU = "huawei.com/ascend-1980"
@@ -113,15 +108,10 @@ def _cards(pod: Obj) -> float:
     return total
 
 
-def _items(response: Any) -> list[Obj]:
-    """Items of a list call made with ``_preload_content=False``: the objects as the API serves them."""
-    return list(json.loads(response.data)["items"])
-
-
-def node_table(core: client.CoreV1Api) -> str:
-    pods = _items(core.list_pod_for_all_namespaces(_preload_content=False))
+def node_table(cluster: FakeCluster) -> str:
+    pods = cluster.items(PODS)
     rows = []
-    for node in _items(core.list_node(_preload_content=False)):
+    for node in cluster.items(NODES):
         name = node["metadata"]["name"]
         here = [p for p in pods if p["spec"].get("nodeName") == name and not p["metadata"].get("deletionTimestamp")]
         used = sum(_cards(p) for p in here)
@@ -176,41 +166,43 @@ class Narrator:
 
 def run_demo(out: Callable[[str], None] = print, *, gates: bool = True, timeout: float = 60.0) -> int:
     """The whole show; exit code 0 when the run Succeeded and Step 7's job bound on a freed node.
-    ``gates`` (the shipped path): the watcher serves the placement gate's webhook and the sandbox's
-    admission calls it, so rebuilt pods wait for their nomination; without, they race the scheduler."""
-    plane = ControlPlaneConfig(scheduler_period=SCHEDULE_PERIOD)
-    with ApiServer(control_plane=plane) as sandbox, BackgroundServer() as sidecar:
-        sandbox.load(guide_cluster())
-        sandbox.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
-        return _show(sandbox, sidecar, out, timeout, gates)
+    ``gates`` (the shipped path): rebuilt pods are created behind the placement gate, as the
+    watcher's admission webhook answers, and wait for their nomination; without, they race the scheduler."""
+    cluster = FakeCluster()
+    cluster.load(guide_cluster())
+    cluster.create(NAMESPACE, {"metadata": {"name": "volcano-system"}})
+    plane = ControlPlane(cluster, PlaneConfig(scheduler_period=SCHEDULE_PERIOD))
+    with BackgroundServer() as sidecar:
+        plane.start()
+        try:
+            return _show(cluster, sidecar, out, timeout, gates)
+        finally:
+            plane.stop()
 
 
 def _show(
-    sandbox: ApiServer, sidecar: BackgroundServer, out: Callable[[str], None], timeout: float, gates: bool
+    cluster: FakeCluster, sidecar: BackgroundServer, out: Callable[[str], None], timeout: float, gates: bool
 ) -> int:
-    with tempfile.TemporaryDirectory() as tmp:
-        kubeconfig = sandbox.kubeconfig(Path(tmp) / "kubeconfig")
-        api = config.new_client_from_config(str(kubeconfig))  # type: ignore[no-untyped-call]
-    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     planner = RepackClient(sidecar.target)
-    cache = ClusterCache(api)
+    cache = ClusterCache(cluster)
     options = WatchOptions(execute=ExecuteFlags(cooldown=30.0, eviction_timeout=20.0, execution_timeout=45.0))
-    gate = serve_local_gate(api, cache) if gates else None
-    chores = [gate.lifter] if gate is not None else []
-    controller = Controller(api, reconcilers(api, planner, cache, options), cache=cache, period=0.5, chores=chores)
-    webhook = (
-        f"\n  the placement gate's admission webhook on {gate.server.port} (HTTPS; the sandbox's admission calls it)"
-        if gate is not None
+    index, lifter = placement_gate(cluster, cache, options.webhook.gate_timeout)
+    if gates:
+        cluster.admission = index.review  # what the API server's call of the webhook would answer
+    controller = build_controller(cluster, planner, cache, options, [lifter] if gates else [])
+    gate = (
+        "\n  the placement gate: rebuilt pods are admitted behind it, as the watcher's webhook answers"
+        if gates
         else "\n  no placement gate (--no-gates): rebuilt pods race the scheduler's next cycle"
     )
     out(
         "Repacking the user guide's cluster end to end, without a cluster:\n"
-        f"  Kubernetes API sandbox {sandbox.url} with a simulated Volcano (scheduler every {SCHEDULE_PERIOD:g} s,\n"
-        "  kubelet, Volcano Job and ModelServing controllers); the repack sidecar on gRPC "
-        f"{sidecar.target};\n  the RepackRun watcher (informers, event-driven) between them;{webhook}.\n"
+        f"  an in-memory cluster with a simulated Volcano (scheduler every {SCHEDULE_PERIOD:g} s, kubelets,\n"
+        f"  Volcano Job and ModelServing rebuilds); the repack sidecar on gRPC {sidecar.target};\n"
+        f"  the RepackRun watcher (informers, event-driven) between them;{gate}.\n"
         "  Cluster: the guide's example, 3 Ascend nodes of 4 NPUs.\n"
     )
-    out(node_table(core) + "\n")
+    out(node_table(cluster) + "\n")
     cache.start()
     controller.start_leading()
     narrator = Narrator(out)
@@ -221,11 +213,11 @@ def _show(
             f"kubectl apply -f ascend-execute-001.yaml   (Step 5: mode Execute, the guarded DryRun's scope and "
             f"budget, eviction grace {GRACE_SECONDS}s)"
         )
-        custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, copy.deepcopy(run))
+        cluster.create(REPACKRUNS, run)
         deadline = time.monotonic() + timeout
         current: Obj = {}
         while time.monotonic() < deadline:
-            current = cast(Obj, custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name))
+            current = cluster.get(REPACKRUNS, name) or {}
             narrator.observe(current)
             if (current.get("status") or {}).get("phase") in TERMINAL:
                 break
@@ -241,7 +233,7 @@ def _show(
             f"{result.get('freedNodes') or []}, moved {number(result.get('movedCardCount', 0))}, "
             f"verified {result.get('metricsVerified')}\n"
         )
-        out(node_table(core) + "\n")
+        out(node_table(cluster) + "\n")
         if status.get("phase") != Phase.SUCCEEDED:
             out(f"The run ended {status.get('phase') or 'unfinished'}: {_reasons(current)}")
             out(
@@ -251,33 +243,30 @@ def _show(
                 "which closes that race."
             )
             return 1
-        return _step7(sandbox, core, narrator, set(result.get("freedNodes") or []), out)
+        return _step7(cluster, narrator, set(result.get("freedNodes") or []), out)
     finally:
         controller.stop_leading()
-        if gate is not None:
-            gate.close()
         cache.stop()
         planner.close()
-        api.close()
 
 
-def _step7(
-    sandbox: ApiServer, core: client.CoreV1Api, narrator: Narrator, freed: set[str], out: Callable[[str], None]
-) -> int:
+def _step7(cluster: FakeCluster, narrator: Narrator, freed: set[str], out: Callable[[str], None]) -> int:
     narrator.say(
         f"Step 7: submit {STEP7} as 2 workers x {WORKER_NPUS} NPUs, admitted together: a whole node, which no "
         f"node had free before. The guide writes 2 workers x 4 NPUs, which one freed {2 * WORKER_NPUS}-NPU "
         "node of its own example cannot hold (its gang would stay unschedulable), so the demo halves each worker"
     )
-    sandbox.load(step7_job())
+    group, *pods = step7_job()
+    cluster.create(PODGROUPS, group)
+    for pod in pods:
+        cluster.create(PODS, pod)
     names = {f"{STEP7}-worker-{i}" for i in range(2)}
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        listed = _items(core.list_namespaced_pod(NS, _preload_content=False))
-        pods = {str(p["metadata"]["name"]): str(p["spec"].get("nodeName") or "") for p in listed}
-        pods = {k: v for k, v in pods.items() if k in names}
-        if len(pods) == 2 and all(pods.values()):
-            nodes = set(pods.values())
+        bound = {str(p["metadata"]["name"]): str(p["spec"].get("nodeName") or "") for p in cluster.items(PODS, NS)}
+        bound = {k: v for k, v in bound.items() if k in names}
+        if len(bound) == 2 and all(bound.values()):
+            nodes = set(bound.values())
             narrator.say(f"  {STEP7} bound on {', '.join(sorted(nodes))}")
             ok = nodes <= freed
             out("\nThe freed node took the whole job." if ok else "\nThe job did not land on the freed node.")

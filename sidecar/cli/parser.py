@@ -119,7 +119,9 @@ def build(handlers: Mapping[str, Handler], description: str | None = None) -> ar
     dm = leaf(sub, "demo", help="plan the built-in fragmented cluster (--execute: repack one end to end)")
     dm.add_argument("--offline", action="store_true", help="skip the loopback server")
     dm.add_argument(
-        "--execute", action="store_true", help="repack the guide's cluster end to end (sandbox + sidecar + watcher)"
+        "--execute",
+        action="store_true",
+        help="repack the guide's cluster end to end (an in-memory cluster + sidecar + watcher)",
     )
     dm.add_argument(
         "--gates",
@@ -161,21 +163,6 @@ def build(handlers: Mapping[str, Handler], description: str | None = None) -> ar
     ft.add_argument("--refill", type=finite_float, help="churn: then arrivals resume until this card fill")
     ft.add_argument("--out", default="-", help="file (.json, .yaml or .pb); default -: JSON on stdout")
     ft.set_defaults(func=handlers["from_trace"])
-    sb = sub.add_parser("sandbox", help="a Kubernetes sandbox without a cluster")
-    sbs = leaf(sb.add_subparsers(dest="sandbox_command", required=True), "serve", help="the API server emulator")
-    sbs.add_argument("--port", type=int, default=0, help="0: a free port")
-    sbs.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
-    sbs.add_argument("--load", help="snapshot file whose nodes, pods, PodGroups and PDBs to create")
-    sbs.add_argument(
-        "--control-plane", action="store_true", help="also run the simulated scheduler, kubelet, controllers"
-    )
-    sbs.add_argument(
-        "--faults",
-        metavar="FILE",
-        help="YAML/JSON fault rules: failures [{verb, resource, subresource, code, times}], "
-        "delays [{verb, resource, seconds}]",
-    )
-    sbs.set_defaults(func=handlers["sandbox_serve"])
     w = leaf(sub, "watch", help="the RepackRun controller (DryRun) on a cluster, leader-elected")
     watch_arguments(w)
     w.set_defaults(func=handlers["watch"])

@@ -61,13 +61,16 @@ class Mirror:
 
     # -- subjects ----------------------------------------------------------------------------
 
-    def subject_for_uid(self, uid: str, path: str = "task_uid") -> Subject:
+    def task_index(self, uid: str, path: str = "task_uid") -> int:
         if self._uid_index is None:
             self._uid_index = {u: i for i, u in enumerate(self.state.task_uid)}
         t = self._uid_index.get(uid)
         if t is None:
             raise InputError(path, f'no task with uid "{uid}" in the snapshot')
-        return self.subject_for_task(t)
+        return t
+
+    def subject_for_uid(self, uid: str, path: str = "task_uid") -> Subject:
+        return self.subject_for_task(self.task_index(uid, path))
 
     def subject_for_task(self, t: int) -> Subject:
         return task_subject(self.state, t)

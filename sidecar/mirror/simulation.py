@@ -165,6 +165,23 @@ class Simulation:
         self.status[task] = ALLOCATED
         self._on_node[task] = True
 
+    def pipeline(self, task: int, node: int) -> None:
+        """Statement.Pipeline: an unplaced task reserved on ``node`` as Pipelined — its request
+        counts against the node's FutureIdle (not its Idle), and it takes a pod slot and its host
+        ports there, as a task the snapshot names Pipelined on the node is counted."""
+        if self.node_of[task] >= 0 and not self.status[task] & TERMINATED_MASK:
+            raise ValueError(f"task {self.state.task_name[task]} is already on a node")
+        self._save(task, [node])
+        self.pipelined[node] += self.state.task_req[task]
+        self.pod_count[node] += 1
+        self._refresh(node)
+        ports = self._ports_of(task)
+        if ports:
+            self.ports().setdefault(node, Counter()).update(ports)
+        self.node_of[task] = node
+        self.status[task] = PIPELINED
+        self._on_node[task] = True
+
     def relocate(self, tasks: npt.NDArray[np.intp], targets: list[int]) -> None:
         """Committed: ``remove`` every task, then ``place`` each on its target -- the same
         arithmetic in the same order, so the rows are bit-identical -- without undo records, for

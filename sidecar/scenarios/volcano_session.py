@@ -8,7 +8,7 @@ its Job's ``Tasks`` and ``TaskStatusIndex``, the Job's ``SubJobs`` (v1.14+), and
 ``Tasks`` (keyed ``ns/name``). Padding makes bodies realistic: ``managedFields`` on every object
 and ``images`` on nodes.
 
-The Kubernetes objects come from the caller (``sidecar.sandbox.objects.objects_from_snapshot``,
+The Kubernetes objects come from the caller (``sidecar.fake.objects.objects_from_snapshot``,
 one layer up), so this module only adds Volcano's wrapping.
 """
 

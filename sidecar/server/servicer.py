@@ -122,6 +122,7 @@ def generic_handler(
         "Prioritize": (service_pb2.PrioritizeRequest, service.prioritize),
         "OpenSession": (service_pb2.OpenSessionRequest, service.open_session),
         "CloseSession": (service_pb2.CloseSessionRequest, service.close_session),
+        "Pipeline": (service_pb2.PipelineRequest, service.pipeline),
         "Supplement": (service_pb2.SupplementRequest, service.supplement),
     }
     handlers = {

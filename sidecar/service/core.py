@@ -32,6 +32,7 @@ from sidecar.service.observer import Observer
 from sidecar.service.sessions import Session, SessionCache
 from sidecar.service.sources import CheckRequest, SourceRequest, Sources, subject
 from sidecar.service.supplement import merged
+from sidecar.snapshot.taskstatus import TERMINATED_MASK
 from sidecar.snapshot.units import is_goal_resource
 from sidecar.snapshot.validation import validate_pdbs
 
@@ -173,6 +174,27 @@ class RepackService:
             task_count=session.state.n_tasks,
             warnings=session.state.warnings,
         )
+
+    def pipeline(self, request: service_pb2.PipelineRequest, deadline: Deadline) -> service_pb2.PipelineResponse:
+        """Statement.Pipeline in an open session: the pending task is counted on the node from now on."""
+        if not request.session_id:
+            raise InputError("session_id", "missing")
+        resolved = self._sources.session_mirror(request.session_id)
+        mirror, sim = resolved.mirror, resolved.simulation
+        assert sim is not None
+        task = mirror.task_index(request.task_uid)
+        try:
+            node = mirror.state.node(request.node)
+        except KeyError:
+            raise InputError("node", f'unknown node "{request.node}"' if request.node else "missing") from None
+        deadline.check("recording the pipelined task")
+        with resolved.locked():
+            where = int(sim.node_of[task])
+            if where >= 0 and not int(sim.status[task]) & TERMINATED_MASK:
+                on = mirror.state.node_names[where]
+                raise InputError("task_uid", f'task "{request.task_uid}" is already on node {on}')
+            sim.pipeline(task, node)
+        return service_pb2.PipelineResponse()
 
     def publish(self, name: str, snapshot: snapshot_pb2.Snapshot, deadline: Deadline, ttl: float = 0.0) -> Session:
         """Decode ``snapshot`` and make it the session called ``name`` (replacing any), for front

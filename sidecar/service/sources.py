@@ -74,13 +74,16 @@ class Sources:
     def mirror(self, request: SourceRequest, deadline: Deadline) -> Resolved:
         """The snapshot's mirror; a session builds its mirror and base simulation once and keeps them."""
         if request.WhichOneof("source") == "session_id":
-            session = self.session(request.session_id)
-            with session.lock:
-                if session.mirror is None:
-                    session.mirror = Mirror(session.state)
-                    session.simulation = Simulation(session.state)
-            return Resolved(session.mirror, session.simulation, session.lock)
+            return self.session_mirror(request.session_id)
         return Resolved(Mirror(self.state(request, deadline)))
+
+    def session_mirror(self, session_id: str) -> Resolved:
+        session = self.session(session_id)
+        with session.lock:
+            if session.mirror is None:
+                session.mirror = Mirror(session.state)
+                session.simulation = Simulation(session.state)
+        return Resolved(session.mirror, session.simulation, session.lock)
 
 
 def subject(mirror: Mirror, request: CheckRequest) -> Subject:

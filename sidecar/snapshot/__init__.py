@@ -5,7 +5,7 @@
 * ``state.py``: ClusterState, the columns every algorithm reads.
 * ``ledger.py``: NodeInfo accounting (Idle, Releasing, Pipelined, FutureIdle); kernel ext/ledger.pyx.
 * ``taskstatus.py``: the TaskStatus flags and the sets rules test, defined once.
-* ``kube.py``: Kubernetes objects (pods, nodes, PodGroups, PDBs) -> Snapshot, for the sandbox and the watcher.
+* ``kube.py``: Kubernetes objects (pods, nodes, PodGroups, PDBs) -> Snapshot, for the watcher and the fake's scheduler.
 * ``units.py``: Volcano units and the 0.1 comparison tolerance.
 * ``io.py``, ``forms.py``: snapshot and RepackRun files; the two task forms.
 """

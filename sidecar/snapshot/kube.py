@@ -1,7 +1,7 @@
 """Kubernetes objects -> Snapshot: what a Volcano session would see of a cluster's API objects.
 
-The inverse of ``sidecar.sandbox.objects.objects_from_snapshot``; it lives in the snapshot layer
-because both the sandbox scheduler and the RepackRun watcher read a live cluster this way.
+The inverse of ``sidecar.fake.objects.objects_from_snapshot``; it lives in the snapshot layer
+because both the RepackRun watcher and the fake's simulated scheduler read a cluster this way.
 Quantities become Volcano units (pkg/scheduler/api/resource_info.go: cpu milli, memory bytes,
 other scalars x1000, pods a count); a pod's status becomes the task status Volcano's
 getTaskStatus (pkg/scheduler/api/helpers.go) reads, except that ``status.nominatedNodeName`` on
@@ -25,7 +25,6 @@ from sidecar.snapshot.units import CPU, MEMORY, PODS, SCALAR_FACTOR
 GROUP_NAME = "scheduling.k8s.io/group-name"
 TASK_SPEC = "volcano.sh/task-spec"
 TASK_PRIORITY = "volcano.sh/task-priority"
-OWNER_KIND = "sandbox.repack.volcano.sh/owner-kind"
 
 _SUFFIX = {
     "n": 1e-9,
@@ -118,7 +117,7 @@ def _profile(pod: Obj) -> pb.TaskProfile:
         node_selector=spec.get("nodeSelector") or {},
     )
     owner = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)
-    prof.owner_kind = owner["kind"] if owner else (meta.get("annotations") or {}).get(OWNER_KIND, "")
+    prof.owner_kind = owner["kind"] if owner else ""
     doc: Obj = {}
     aff = spec.get("affinity") or {}
     node_aff = aff.get("nodeAffinity") or {}
@@ -152,7 +151,7 @@ def _profile(pod: Obj) -> pb.TaskProfile:
 
 
 def task_status(pod: Obj) -> tuple[int, str]:
-    """(Volcano task status, node) for a pod, per the table in ``sidecar.sandbox.objects``."""
+    """(Volcano task status, node) for a pod, per the table in ``sidecar.fake.objects``."""
     meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status", {})
     node, phase = spec.get("nodeName") or "", status.get("phase") or "Pending"
     deleting = bool(meta.get("deletionTimestamp"))

@@ -1,4 +1,4 @@
-"""``repack-sidecar watch`` flags and the cluster connection, kept here so the CLI module stays a thin switchboard.
+"""``repack-sidecar watch`` flags, kept here so the CLI module stays a thin switchboard.
 
 Nothing from the Kubernetes client is imported at module level: the CLI builds its parser from
 this module on every command.
@@ -10,12 +10,8 @@ import argparse
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from sidecar.errors import InputError
-
-if TYPE_CHECKING:
-    from kubernetes import client
 
 #: the service account's namespace inside a pod (the Lease's default namespace there)
 POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -41,7 +37,7 @@ class LeaseFlags:
 
 @dataclass(frozen=True)
 class WebhookFlags:
-    """The placement gate's admission webhook (``gates.py``, ``webhook.py``, ``certs.py``)."""
+    """The placement gate's admission webhook (``gate/``)."""
 
     #: HTTPS port of ``/mutate-pods``; -1 (the default) serves none (the manifests use 9443)
     port: int = -1
@@ -221,23 +217,3 @@ def lease_namespace(flags: LeaseFlags) -> str:
         return POD_NAMESPACE_FILE.read_text().strip() or "default"
     except OSError:
         return "default"
-
-
-def connect(kubeconfig: str | None) -> client.ApiClient:
-    """A client for the kubeconfig given, else the in-cluster config; an InputError when neither works.
-    Its connection pool has room for the informers' watches, the Lease and the controller's writes."""
-    from kubernetes import client, config
-    from kubernetes.config.config_exception import ConfigException
-
-    conf = client.Configuration()
-    try:
-        if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=conf)  # type: ignore[no-untyped-call]
-        else:
-            config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]
-    except (ConfigException, OSError, ValueError) as exc:
-        if kubeconfig:
-            raise InputError("--kubeconfig", f"{kubeconfig}: {exc}") from exc
-        raise InputError("--kubeconfig", f"not given, and no in-cluster config ({exc})") from exc
-    conf.connection_pool_maxsize = max(conf.connection_pool_maxsize or 0, 32)
-    return client.ApiClient(conf)

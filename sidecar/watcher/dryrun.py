@@ -1,9 +1,10 @@
 """DryRun: plan a RepackRun on the cluster as it is and write the plan to its status; nothing moves.
 
-Pending → Running (startTime) → Succeeded/Failed (completionTime), each a resourceVersion-checked
-status write (``status.StatusWriter``): a 409 re-reads the run, stops if someone else finished it,
-and reapplies only this step's fields. A planner that does not answer is waited for while Running
-(``plannerwait``), then the run fails ``PlannerUnavailable``.
+Pending → Running (startTime) → Succeeded/Failed, each a resourceVersion-checked status write
+(``kit.status.StatusWriter``): a 409 re-reads the run, stops if someone else finished it, and
+reapplies only this step's fields; the end is ``StatusWriter.finish``, as for every run. A planner
+that does not answer is waited for while Running (``plannerwait``), then the run fails
+``PlannerUnavailable``.
 """
 
 from __future__ import annotations
@@ -12,29 +13,20 @@ from datetime import datetime
 
 import structlog
 from google.protobuf import json_format
-from kubernetes import client
 
 from sidecar.api.repackrun import TERMINAL, Condition, Mode, Phase
 from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.kubeobj import Obj
 from sidecar.snapshot.io import parse_dict
-from sidecar.watcher.cluster import SnapshotSource, read_cluster
-from sidecar.watcher.planner import PLANNER_ERRORS, Planner, planner_error
+from sidecar.watcher.kit.cache import ClusterCache, SnapshotSource, read_cluster
+from sidecar.watcher.kit.port import Cluster
+from sidecar.watcher.kit.requeue import Reconciled, after
+from sidecar.watcher.kit.status import Clock, Hook, StatusWriter, mode_of, phase_of, rfc3339, status_of, utcnow
 from sidecar.watcher.plannerwait import UNAVAILABLE, PlannerWait, mark_waiting
-from sidecar.watcher.requeue import Reconciled, after
+from sidecar.watcher.sidecarport import PLANNER_ERRORS, Sidecar, planner_error
 from sidecar.watcher.source import plan_run
-from sidecar.watcher.status import (
-    Clock,
-    Hook,
-    StatusWriter,
-    mode_of,
-    phase_of,
-    rfc3339,
-    status_of,
-    utcnow,
-)
 
-__all__ = ["DryRunReconciler", "failed", "wants"]
+__all__ = ["DryRunReconciler", "dry_run", "wants"]
 
 log = structlog.get_logger("sidecar.watcher")
 
@@ -44,15 +36,24 @@ def wants(run: Obj) -> bool:
     return mode_of(run) == Mode.DRY_RUN and phase_of(run) not in TERMINAL
 
 
-def failed(reason: str, message: str) -> Obj:
-    return {
-        "phase": Phase.FAILED,
-        "conditions": [{"type": Condition.FAILED, "status": "True", "reason": reason, "message": message}],
-    }
-
-
 def _no_hook(_: str) -> None:
     return None
+
+
+def dry_run(
+    cluster: Cluster,
+    sidecar: Sidecar,
+    cache: ClusterCache | None = None,
+    *,
+    session_max_age: float = 0.0,
+    planner_wait: float = 60.0,
+) -> DryRunReconciler:
+    """The DryRun reconciler, planning on the cache's snapshot (a fresh read without a cache), or on
+    the sidecar's session ``latest`` while it is at most ``session_max_age`` seconds old."""
+    snapshot = cache.snapshot if cache is not None else None
+    return DryRunReconciler(
+        cluster, sidecar, snapshot=snapshot, session_max_age=session_max_age, planner_wait=planner_wait
+    )
 
 
 class DryRunReconciler:
@@ -60,8 +61,8 @@ class DryRunReconciler:
 
     def __init__(
         self,
-        api: client.ApiClient,
-        planner: Planner,
+        cluster: Cluster,
+        sidecar: Sidecar,
         *,
         retries: int = 5,
         clock: Clock = utcnow,
@@ -70,14 +71,13 @@ class DryRunReconciler:
         session_max_age: float = 0.0,
         planner_wait: float = 60.0,
     ) -> None:
-        self._api = api
         self._wait = PlannerWait(planner_wait)
-        self._planner = planner
+        self._sidecar = sidecar
         self._clock = clock
-        self._snapshot: SnapshotSource = snapshot or (lambda name: read_cluster(api, name=name))
+        self._snapshot: SnapshotSource = snapshot or (lambda name: read_cluster(cluster, name=name))
         #: plan on the sidecar's session ``latest`` while at most this old (seconds; 0: never)
         self._session_max_age = session_max_age
-        self._writer = StatusWriter(api, clock=clock, hook=crash, retries=retries)
+        self._writer = StatusWriter(cluster, clock=clock, hook=crash, retries=retries)
 
     def wants(self, run: Obj) -> bool:
         return wants(run)
@@ -100,39 +100,42 @@ class DryRunReconciler:
         outcome = self._plan(current)
         if outcome is None:
             return self._waiting_for_planner(current)
-        outcome["completionTime"] = rfc3339(self._clock())
-        final = self._write(current, outcome, "finished")
-        if final is None:
-            return Reconciled()
-        status = final["status"]
-        cond: Obj = next(iter(status.get("conditions") or []), {})
-        warning = status["phase"] != Phase.SUCCEEDED
-        self._writer.event(final, cond.get("reason", status["phase"]), cond.get("message", ""), warning=warning)
-        return Reconciled(str(status["phase"]))
+        phase, reason, message, fields = outcome
+
+        def end(cur: Obj) -> Obj | None:  # the conditions so far (a wait for the planner) end with the run
+            return {**status_of(cur), **fields, "conditions": []} if wants(cur) else None
+
+        final = self._writer.finish(current, end, phase, reason, message)
+        return Reconciled(None if final is None else phase)
 
     def _waiting_for_planner(self, run: Obj) -> Reconciled:
         return Reconciled(Phase.RUNNING, after(self._clock(), [self._wait.next_try(run)]))
 
-    def _plan(self, run: Obj) -> Obj | None:
-        """The status fields of the finished run: the service's RepackStatus as the CRD's JSON;
-        None while the run waits for a planner that did not answer."""
+    def _plan(self, run: Obj) -> tuple[Phase, str, str, Obj] | None:
+        """How the run ends — (phase, reason, message, the status fields: the service's
+        RepackStatus as the CRD's JSON when it planned) — or None while it waits for a planner
+        that did not answer."""
         try:
             spec = parse_dict(run.get("spec") or {}, spec_pb2.RepackSpec(), source="spec")
             name = run["metadata"]["name"]
             planned = plan_run(
-                self._planner, spec, lambda: self._snapshot(name), max_age=self._session_max_age, run=name
+                self._sidecar, spec, lambda: self._snapshot(name), max_age=self._session_max_age, run=name
             )
         except PLANNER_ERRORS as exc:
             reason, message = planner_error(exc)
             now = self._clock()
             until = self._wait.retry(run, now) if reason == UNAVAILABLE else None
             if until is None:
-                return failed(reason, message)
+                return Phase.FAILED, reason, message, {}
             self._waiting(run, f"{message}; retrying until {rfc3339(until)}", now)
             return None
         self._wait.answered(run)
         log.info("repackrun planned", run=name, on=planned.source, age=round(planned.age, 3))
-        return dict(json_format.MessageToDict(planned.response.status, always_print_fields_with_no_presence=True))
+        status = planned.response.status
+        verdict = next(c for c in status.conditions if c.type == Condition.COMPLETE)
+        fields = dict(json_format.MessageToDict(status, always_print_fields_with_no_presence=True))
+        fields.pop("conditions", None)  # the verdict is written by ``finish``, as every run's end
+        return Phase(status.phase), verdict.reason, verdict.message, fields
 
     def _waiting(self, run: Obj, message: str, now: datetime) -> None:
         """Waiting True PlannerUnavailable on the Running run (written, logged and announced when it

@@ -19,12 +19,12 @@ from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from sidecar.api.repackrun import TERMINAL, Phase
+from sidecar.api.repackrun import TERMINAL, EvictionPhase, Phase
 from sidecar.metricsport import Check, PortServer, serve_port
-from sidecar.watcher.cluster import ClusterCache
-from sidecar.watcher.journal import EVICTED, Relocation, relocations_of
+from sidecar.watcher.execute.journal import Relocation, relocations_of
+from sidecar.watcher.kit.cache import ClusterCache
+from sidecar.watcher.kit.status import mode_of, phase_of
 from sidecar.watcher.observer import WatcherObserver
-from sidecar.watcher.status import mode_of, phase_of
 
 log = structlog.get_logger("sidecar.watcher")
 
@@ -70,7 +70,7 @@ class PrometheusWatcherObserver(WatcherObserver):
 
 def relocation_phase(rel: Relocation) -> str:
     """The eviction's phase until the pod is evicted, then the placement's."""
-    return rel.placement.phase if rel.eviction.phase == EVICTED else rel.eviction.phase
+    return rel.placement.phase if rel.eviction.phase == EvictionPhase.EVICTED else rel.eviction.phase
 
 
 class CacheCollector(Collector):
@@ -111,10 +111,10 @@ class CacheCollector(Collector):
         errors = CounterMetricFamily("repack_informer_errors", "List/watch errors (backed off)", labels=["kind"])
         events = CounterMetricFamily("repack_informer_events", "Watch events applied", labels=["kind"])
         for inf in cache.informers:
-            lists.add_metric([inf.kind.name], inf.stats.lists)
-            expired.add_metric([inf.kind.name], inf.stats.relists_gone)
-            errors.add_metric([inf.kind.name], inf.stats.errors)
-            events.add_metric([inf.kind.name], inf.stats.events)
+            lists.add_metric([inf.kind.plural], inf.stats.lists)
+            expired.add_metric([inf.kind.plural], inf.stats.relists_gone)
+            errors.add_metric([inf.kind.plural], inf.stats.errors)
+            events.add_metric([inf.kind.plural], inf.stats.events)
         yield from (relocations, runs, lists, expired, errors, events)
 
 
@@ -124,7 +124,7 @@ REGISTRY.register(COLLECTOR)
 
 def health_checks(cache: ClusterCache, controller_healthy: Callable[[], bool]) -> dict[str, Check]:
     def live() -> tuple[bool, str]:
-        dead = [inf.kind.name for inf in cache.informers if not inf.running()]
+        dead = [inf.kind.plural for inf in cache.informers if not inf.running()]
         if dead:
             return False, f"informers not running: {', '.join(dead)}"
         if not controller_healthy():
@@ -132,7 +132,7 @@ def health_checks(cache: ClusterCache, controller_healthy: Callable[[], bool]) -
         return True, "ok"
 
     def ready() -> tuple[bool, str]:
-        waiting = [inf.kind.name for inf in cache.informers if not inf.has_synced()]
+        waiting = [inf.kind.plural for inf in cache.informers if not inf.has_synced()]
         return (False, f"caches not synced: {', '.join(waiting)}") if waiting else (True, "ok")
 
     return {"/healthz": live, "/readyz": ready}

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import structlog
 
-from sidecar.api.repackrun import TERMINAL, Condition
+from sidecar.api.repackrun import TERMINAL, Condition, EvictionPhase
 from sidecar.kubeobj import Obj
-from sidecar.watcher.journal import BLOCKED, EVICTED, FAILED, Relocation
-from sidecar.watcher.status import mode_of, phase_of
+from sidecar.watcher.execute.journal import Relocation
+from sidecar.watcher.kit.status import mode_of, phase_of
 
 log = structlog.get_logger("sidecar.watcher")
 #: reconciler classes → their label in metrics
@@ -60,9 +60,11 @@ def current() -> WatcherObserver:
 
 def eviction_result(rel: Relocation) -> str:
     phase, message = rel.eviction.phase, rel.eviction.message
-    if phase == EVICTED:
+    if phase == EvictionPhase.EVICTED:
         return "already_gone" if message.startswith(("already", "not needed")) else "evicted"
-    return {BLOCKED: "blocked", FAILED: "failed"}.get(phase, phase.lower())
+    if phase == EvictionPhase.BLOCKED:
+        return "blocked"
+    return "failed" if phase == EvictionPhase.FAILED else phase.lower()
 
 
 def eviction(rel: Relocation) -> None:

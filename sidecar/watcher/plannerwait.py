@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from sidecar.api.repackrun import Condition, Reason
 from sidecar.kubeobj import Obj
-from sidecar.watcher.status import condition, parse_time, set_condition
+from sidecar.watcher.kit.status import condition, parse_time, set_condition
 
 UNAVAILABLE = Reason.PLANNER_UNAVAILABLE
 

@@ -16,22 +16,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import structlog
-from kubernetes import client
 
-from sidecar.watcher import certs
 from sidecar.watcher import observer as observe
-from sidecar.watcher.args import WatchOptions, connect, lease_namespace
-from sidecar.watcher.cluster import ClusterCache
-from sidecar.watcher.controller import Controller, Reconciler, dry_run
-from sidecar.watcher.execute import ExecuteReconciler
-from sidecar.watcher.gates import GateIndex, Lifter, owner_from
-from sidecar.watcher.lease import LeaderElector, LeaseConfig
-from sidecar.watcher.planner import InProcessPlanner, Planner
-from sidecar.watcher.progress import ExecuteOptions
-from sidecar.watcher.status import utcnow
+from sidecar.watcher.args import WatchOptions, lease_namespace
+from sidecar.watcher.dryrun import dry_run
+from sidecar.watcher.execute.events import ExecuteEvents
+from sidecar.watcher.execute.progress import ExecuteOptions
+from sidecar.watcher.execute.reconciler import ExecuteReconciler
+from sidecar.watcher.gate import certs
+from sidecar.watcher.gate.index import GateIndex, Lifter, owner_from
+from sidecar.watcher.gate.webhook import WebhookServer
+from sidecar.watcher.kit.cache import ClusterCache
+from sidecar.watcher.kit.controller import Controller, Reconciler
+from sidecar.watcher.kit.kube import connect
+from sidecar.watcher.kit.lease import LeaderElector, LeaseConfig
+from sidecar.watcher.kit.port import Cluster
+from sidecar.watcher.kit.status import utcnow
+from sidecar.watcher.sidecarport import InProcessSidecar, Sidecar
 from sidecar.watcher.supplement import SupplementPusher
 from sidecar.watcher.ttl import TTLReconciler
-from sidecar.watcher.webhook import WebhookServer
 
 if TYPE_CHECKING:
     from sidecar.metricsport import PortServer
@@ -39,9 +42,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("sidecar.watcher")
 
 
-def reconcilers(
-    api: client.ApiClient, planner: Planner, cache: ClusterCache, options: WatchOptions
-) -> list[Reconciler]:
+def reconcilers(cluster: Cluster, sidecar: Sidecar, cache: ClusterCache, options: WatchOptions) -> list[Reconciler]:
     """DryRun, Execute (its options from the flags) and TTL, each on the cache's snapshot and runs
     (DryRun and Execute on the sidecar's session ``latest`` instead while it is fresh)."""
     ex = options.execute
@@ -53,11 +54,11 @@ def reconcilers(
     )
     age = options.session_max_age
     return [
-        dry_run(api, planner, cache, session_max_age=age, planner_wait=options.planner_wait),
+        dry_run(cluster, sidecar, cache, session_max_age=age, planner_wait=options.planner_wait),
         ExecuteReconciler(
-            api, planner, options=execute, snapshot=cache.snapshot, runs=cache.list_runs, session_max_age=age
+            cluster, sidecar, options=execute, snapshot=cache.snapshot, runs=cache.list_runs, session_max_age=age
         ),
-        TTLReconciler(api, clock=utcnow),
+        TTLReconciler(cluster, clock=utcnow),
     ]
 
 
@@ -96,12 +97,26 @@ def _serve_metrics(options: WatchOptions, cache: ClusterCache, controller: Contr
     return server
 
 
-def placement_gate(api: client.ApiClient, cache: ClusterCache, timeout: float) -> tuple[GateIndex, Lifter]:
+def build_controller(cluster: Cluster, sidecar: Sidecar, cache: ClusterCache, options: WatchOptions,
+               chores: list[Lifter]) -> Controller:  # fmt: skip
+    """The controller ``watch`` runs: DryRun, Execute and TTL, with Execute's event maps."""
+    return Controller(
+        cluster,
+        reconcilers(cluster, sidecar, cache, options),
+        cache=cache,
+        period=options.period,
+        sync_period=options.sync_period,
+        chores=chores,
+        maps=ExecuteEvents.maps(cache),
+    )
+
+
+def placement_gate(cluster: Cluster, cache: ClusterCache, timeout: float) -> tuple[GateIndex, Lifter]:
     """The active relocations (rebuilt from the runs on each run event) and the leader's gate
     release (told by the pods informer which pods carry the gate)."""
     gates = GateIndex(cache.list_runs, owner_from(cache.pod_groups.get))
     cache.runs.add_handler(gates.refresh)
-    lifter = Lifter(client.CoreV1Api(api), gates, cache.pods.get, clock=utcnow, timeout=timeout)
+    lifter = Lifter(cluster, gates, cache.pods.get, clock=utcnow, timeout=timeout)
     cache.pods.add_handler(lifter.on_pod)
     return gates, lifter
 
@@ -110,7 +125,7 @@ def placement_gate(api: client.ApiClient, cache: ClusterCache, timeout: float) -
 WEBHOOK_REFRESH = 300.0
 
 
-def webhook_certificate(api: client.ApiClient, options: WatchOptions) -> tuple[bytes, bytes]:
+def webhook_certificate(cluster: Cluster, options: WatchOptions) -> tuple[bytes, bytes]:
     """The webhook's (certificate, key): ``--webhook-cert-dir``'s files as they are now, else the
     Secret's (issued or renewed when needed) with the CA (re-)injected into the configuration —
     so a configuration applied after the watcher, or re-applied without its caBundle, is mended."""
@@ -120,45 +135,38 @@ def webhook_certificate(api: client.ApiClient, options: WatchOptions) -> tuple[b
         return cert, key
     namespace = lease_namespace(options.lease)
     names = [*certs.service_names(flags.service, namespace), *flags.names]
-    bundle = certs.ensure_secret(client.CoreV1Api(api), namespace, flags.secret, names, utcnow())
-    certs.inject_ca(client.AdmissionregistrationV1Api(api), flags.config, bundle.ca)
+    bundle = certs.ensure_secret(cluster, namespace, flags.secret, names, utcnow())
+    certs.inject_ca(cluster, flags.config, bundle.ca)
     return bundle.cert, bundle.key
 
 
 def serve_webhook(
-    api: client.ApiClient, options: WatchOptions, gates: GateIndex, refresh: float = WEBHOOK_REFRESH
+    cluster: Cluster, options: WatchOptions, gates: GateIndex, refresh: float = WEBHOOK_REFRESH
 ) -> WebhookServer:
     """``--webhook-port``: HTTPS with ``webhook_certificate``, asked again every ``refresh`` seconds."""
     flags = options.webhook
-    server = WebhookServer(flags.host, flags.port, *webhook_certificate(api, options), gates.review)
-    server.keep_fresh(lambda: webhook_certificate(api, options), refresh)
+    server = WebhookServer(flags.host, flags.port, *webhook_certificate(cluster, options), gates.review)
+    server.keep_fresh(lambda: webhook_certificate(cluster, options), refresh)
     log.info("placement gate webhook", address=f"{flags.host}:{server.port}", gate_timeout=flags.gate_timeout)
     return server
 
 
-def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Event | None = None) -> int:
+def watch(options: WatchOptions, sidecar: Sidecar | None, *, stop: threading.Event | None = None) -> int:
     """One pass (``options.once``) or the controller until SIGTERM/SIGINT (or ``stop``); exit code 0.
-    ``planner`` None plans in process (the CLI passes the gRPC client: the watcher may not import it);
-    with a planner, the informers' namespaces and PDBs are also pushed to it (``SupplementPusher``)."""
-    api = connect(options.kubeconfig)
+    ``sidecar`` None plans in process (the CLI passes the gRPC client: the watcher may not import it);
+    with a sidecar, the informers' namespaces and PDBs are also pushed to it (``SupplementPusher``)."""
+    cluster = connect(options.kubeconfig)
     stop = stop or threading.Event()
-    cache = ClusterCache(api, resync=options.resync)
-    gates, lifter = placement_gate(api, cache, options.webhook.gate_timeout)
-    controller = Controller(
-        api,
-        reconcilers(api, planner or InProcessPlanner(), cache, options),
-        cache=cache,
-        period=options.period,
-        sync_period=options.sync_period,
-        chores=[lifter],
-    )
+    cache = ClusterCache(cluster, resync=options.resync)
+    gates, lifter = placement_gate(cluster, cache, options.webhook.gate_timeout)
+    work = build_controller(cluster, sidecar or InProcessSidecar(), cache, options, [lifter])
     server = webhook = None
     # through a sidecar: push it the namespace labels and PDBs Volcano's session lacks
-    pusher = SupplementPusher(planner, cache, period=options.period) if planner is not None else None
+    pusher = SupplementPusher(sidecar, cache, period=options.period) if sidecar is not None else None
     previous = observe.current()
     try:
         if options.once:
-            for name, phase in sorted(controller.run_once().items()):
+            for name, phase in sorted(work.run_once().items()):
                 print(f"repackrun/{name} {phase}", flush=True)
             return 0
         log.info(
@@ -173,9 +181,9 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
             if pusher is not None:
                 pusher.start()
             if options.metrics_port >= 0:
-                server = _serve_metrics(options, cache, controller)
+                server = _serve_metrics(options, cache, work)
             if options.webhook.port >= 0:
-                webhook = serve_webhook(api, options, gates)
+                webhook = serve_webhook(cluster, options, gates)
             elector = None
             if options.leader_elect:
                 lease = LeaseConfig(
@@ -185,10 +193,11 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
                     renew_deadline=options.lease.renew_deadline,
                     retry_period=options.lease.retry_period,
                 )
-                lead, follow = (lambda: _lead(controller)), (lambda: _follow(controller))
-                elector = LeaderElector(api, lease, on_started_leading=lead, on_stopped_leading=follow).start()
+                lead, follow = (lambda: _lead(work)), (lambda: _follow(work))
+                unretried = connect(options.kubeconfig, retries=False)  # no request outlives the renew deadline
+                elector = LeaderElector(unretried, lease, on_started_leading=lead, on_stopped_leading=follow).start()
             else:
-                _lead(controller)
+                _lead(work)
             stop.wait()
             log.info("stopping")
             if elector is not None:
@@ -196,7 +205,7 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
                     timeout=40.0
                 )  # stops the worker (callback; a reconcile under way ends first), then releases
             else:
-                _follow(controller)
+                _follow(work)
         return 0
     finally:
         if pusher is not None:
@@ -207,4 +216,4 @@ def watch(options: WatchOptions, planner: Planner | None, *, stop: threading.Eve
             server.close()
             observe.install(previous)
         cache.stop()
-        api.close()  # type: ignore[no-untyped-call]
+        cluster.close()

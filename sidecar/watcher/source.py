@@ -21,7 +21,7 @@ import structlog
 from sidecar.api.v1alpha1 import plan_pb2, service_pb2, spec_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.watcher import observer as observe
-from sidecar.watcher.planner import PLANNER_ERRORS, Planner
+from sidecar.watcher.sidecarport import PLANNER_ERRORS, Sidecar
 
 log = structlog.get_logger("sidecar.watcher")
 #: the session's age is unknown (no trailer): never fresh
@@ -63,7 +63,7 @@ def disagreement(plan: plan_pb2.Plan, snapshot: pb.Snapshot) -> str:
 
 
 def plan_run(
-    planner: Planner,
+    sidecar: Sidecar,
     spec: spec_pb2.RepackSpec,
     snapshot: Callable[[], pb.Snapshot],
     *,
@@ -76,7 +76,7 @@ def plan_run(
     view = snapshot()
     if max_age > 0:
         try:
-            response, age = planner.plan_latest(service_pb2.PlanRequest(spec=spec))
+            response, age = sidecar.plan_latest(service_pb2.PlanRequest(spec=spec))
         except PLANNER_ERRORS as exc:
             log.debug("session latest not used", run=run, reason=f"{type(exc).__name__}: {exc}")
         else:
@@ -86,6 +86,6 @@ def plan_run(
                 observe.planned(SESSION)
                 return Planned(response, view, SESSION, age)
             log.info("session latest not used", run=run, reason=why)
-    response = planner.plan(service_pb2.PlanRequest(snapshot=view, spec=spec))
+    response = sidecar.plan(service_pb2.PlanRequest(snapshot=view, spec=spec))
     observe.planned(INFORMER)
     return Planned(response, view, INFORMER)

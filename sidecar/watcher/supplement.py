@@ -15,8 +15,8 @@ import structlog
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.kubeobj import Obj
 from sidecar.snapshot.kube import snapshot_from_objects
-from sidecar.watcher.cluster import ClusterCache
-from sidecar.watcher.planner import Planner
+from sidecar.watcher.kit.cache import ClusterCache
+from sidecar.watcher.sidecarport import Sidecar
 
 log = structlog.get_logger("sidecar.watcher")
 
@@ -30,8 +30,8 @@ def supplement_request(cache: ClusterCache) -> service_pb2.SupplementRequest:
 class SupplementPusher:
     """One thread: push once both informers have synced, then after changes (debounced)."""
 
-    def __init__(self, planner: Planner, cache: ClusterCache, *, period: float = 2.0) -> None:
-        self._planner = planner
+    def __init__(self, sidecar: Sidecar, cache: ClusterCache, *, period: float = 2.0) -> None:
+        self._sidecar = sidecar
         self._cache = cache
         self._period = period
         self._dirty = threading.Event()
@@ -63,7 +63,7 @@ class SupplementPusher:
         """Send the supplement now; False (logged) when the sidecar did not take it."""
         request = supplement_request(self._cache)
         try:
-            answer = self._planner.supplement(request)
+            answer = self._sidecar.supplement(request)
         except Exception as exc:  # best effort: the sidecar may be down or older than Supplement
             log.warning("supplement not sent; will retry", error=f"{type(exc).__name__}: {exc}")
             return False

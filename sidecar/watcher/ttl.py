@@ -14,13 +14,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
-from kubernetes import client
-from kubernetes.client import ApiException
 
 from sidecar.api.repackrun import TERMINAL, Condition
 from sidecar.kubeobj import Obj
-from sidecar.watcher.requeue import Reconciled, after
-from sidecar.watcher.status import GROUP, PLURAL, VERSION
+from sidecar.watcher.kit.port import REPACKRUNS, ApiError, Cluster
+from sidecar.watcher.kit.requeue import Reconciled, after
 
 DELETED = "Deleted"
 #: conditions whose True transition marks the end of a run
@@ -66,8 +64,8 @@ def ttl_of(run: Obj) -> int | None:
 class TTLReconciler:
     """Deletes finished runs whose ttlSecondsAfterFinished has passed; ``clock`` answers an aware now."""
 
-    def __init__(self, api: client.ApiClient, *, clock: Callable[[], datetime]) -> None:
-        self._custom = client.CustomObjectsApi(api)
+    def __init__(self, cluster: Cluster, *, clock: Callable[[], datetime]) -> None:
+        self._cluster = cluster
         self._clock = clock
 
     @staticmethod
@@ -99,10 +97,9 @@ class TTLReconciler:
         now = self._clock()
         if due > now:
             return Reconciled(None, after(now, [due]))
-        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid or None))
         try:
-            self._custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name, body=options)
-        except ApiException as exc:
+            self._cluster.delete(REPACKRUNS, name, uid=uid)
+        except ApiError as exc:
             if exc.status == 404:
                 log.info("repackrun already gone", run=name, uid=uid)
                 return Reconciled(DELETED)

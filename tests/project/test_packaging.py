@@ -69,8 +69,6 @@ def test_wheel_builds_without_a_compiler(tmp_path: Path, toolchain: str) -> None
     names = zipfile.ZipFile(wheel).namelist()
     assert not [n for n in names if n.endswith(".so")], "a kernel was built with no compiler?"
     assert "sidecar/data/guide-ascend.json" in names
-    for crd in ("repack.volcano.sh_repackruns", "scheduling.volcano.sh_podgroups", "batch.volcano.sh_jobs"):
-        assert f"sidecar/data/crd/{crd}.yaml" in names, "sandbox serve --load registers these CRDs"
     assert "sidecar/api/v1alpha1/service_pb2.pyi" in names
     assert "sidecar/py.typed" in names
 

@@ -10,7 +10,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from sidecar.sandbox.apiserver import ApiServer
-from tests.sandbox_fixtures import node, pod
+from tests.k8s_fixtures import node, pod
 
 
 def test_crud_of_every_builtin_kind(k8s: client.ApiClient) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sidecar.sandbox.apiserver import ApiServer
-from tests.sandbox_fixtures import node, pod
+from tests.k8s_fixtures import node, pod
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["which", "kubectl"], capture_output=True).returncode != 0, reason="kubectl is not installed"

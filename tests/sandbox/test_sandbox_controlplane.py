@@ -25,7 +25,7 @@ from sidecar.sandbox.controlplane import ControlPlaneConfig
 from sidecar.sandbox.controlplane.scheduler import PODGROUP_KEY
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.kube import GROUP_NAME, snapshot_from_objects
-from tests.sandbox_fixtures import serving, wait_for
+from tests.k8s_fixtures import serving, wait_for
 
 GUIDE = Path(__file__).resolve().parents[2] / "sidecar" / "data" / "guide-ascend.json"
 JOB_OWNER = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "train", "uid": "job-uid-1"}

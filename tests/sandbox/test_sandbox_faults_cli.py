@@ -14,7 +14,7 @@ import pytest
 from sidecar.errors import InputError
 from sidecar.sandbox.apiserver.faults import Faults, load_faults
 from sidecar.sandbox.apiserver.store import Store
-from tests.sandbox_fixtures import serving
+from tests.k8s_fixtures import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 FAULTS = """

@@ -22,7 +22,7 @@ from sidecar.sandbox.apiserver.podrules import qualified_name_problems
 from sidecar.sandbox.apiserver.server import ApiServer
 from sidecar.sandbox.controlplane import ControlPlaneConfig
 from tests.sandbox.test_sandbox_controlplane import node, pod, podgroup
-from tests.sandbox_fixtures import wait_for
+from tests.k8s_fixtures import wait_for
 
 GATE, OTHER = "repack.volcano.sh/placement", "example.com/quota"
 

@@ -16,10 +16,10 @@ from kubernetes.client.rest import ApiException
 
 from sidecar.sandbox.apiserver import ApiServer
 from sidecar.sandbox.apiserver.server import crd_manifests
-from sidecar.sandbox.objects import objects_from_snapshot
+from sidecar.fake.objects import objects_from_snapshot
 from sidecar.sandbox.schema import RULES_NOT_CHECKED
 from sidecar.snapshot.io import load_snapshot
-from tests.sandbox_fixtures import pod, serving, wait_for
+from tests.k8s_fixtures import pod, serving, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "sidecar" / "data" / "guide-ascend.json"

@@ -14,8 +14,8 @@ import pytest
 from sidecar.mirror import KUBERNETES_RELEASE
 from sidecar.sandbox.apiserver import ApiServer
 from sidecar.snapshot.io import load_snapshot
-from tests.sandbox_fixtures import kubectl_out as kubectl
-from tests.sandbox_fixtures import wait_for
+from tests.k8s_fixtures import kubectl_out as kubectl
+from tests.k8s_fixtures import wait_for
 
 GUIDE = Path(__file__).resolve().parents[2] / "sidecar" / "data" / "guide-ascend.json"
 

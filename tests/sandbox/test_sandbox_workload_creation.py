@@ -15,8 +15,8 @@ import yaml
 
 from sidecar.sandbox.apiserver import ApiServer
 from sidecar.sandbox.controlplane.creation import job_objects
-from tests.sandbox_fixtures import kubectl_out as kubectl
-from tests.sandbox_fixtures import wait_for
+from tests.k8s_fixtures import kubectl_out as kubectl
+from tests.k8s_fixtures import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "tests" / "realcluster" / "guide"

@@ -1128,6 +1128,103 @@ func (x *CloseSessionResponse) GetClosed() bool {
 	return false
 }
 
+type PipelineRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// A task of the session that is not on a node (Pending), e.g. a rebuilt pod.
+	TaskUid       string `protobuf:"bytes,2,opt,name=task_uid,json=taskUid,proto3" json:"task_uid,omitempty"`
+	Node          string `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PipelineRequest) Reset() {
+	*x = PipelineRequest{}
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PipelineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PipelineRequest) ProtoMessage() {}
+
+func (x *PipelineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PipelineRequest.ProtoReflect.Descriptor instead.
+func (*PipelineRequest) Descriptor() ([]byte, []int) {
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PipelineRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *PipelineRequest) GetTaskUid() string {
+	if x != nil {
+		return x.TaskUid
+	}
+	return ""
+}
+
+func (x *PipelineRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+type PipelineResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PipelineResponse) Reset() {
+	*x = PipelineResponse{}
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PipelineResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PipelineResponse) ProtoMessage() {}
+
+func (x *PipelineResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PipelineResponse.ProtoReflect.Descriptor instead.
+func (*PipelineResponse) Descriptor() ([]byte, []int) {
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{15}
+}
+
 // Replaces the previous supplement as a whole (an empty list clears that kind). A published
 // session's own values win: a namespace it lists with labels keeps them (one it lists without
 // labels takes the supplement's), and a PDB it lists (same namespace and name) keeps its own;
@@ -1142,7 +1239,7 @@ type SupplementRequest struct {
 
 func (x *SupplementRequest) Reset() {
 	*x = SupplementRequest{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[14]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1154,7 +1251,7 @@ func (x *SupplementRequest) String() string {
 func (*SupplementRequest) ProtoMessage() {}
 
 func (x *SupplementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[14]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1167,7 +1264,7 @@ func (x *SupplementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupplementRequest.ProtoReflect.Descriptor instead.
 func (*SupplementRequest) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{14}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SupplementRequest) GetNamespaces() []*Namespace {
@@ -1197,7 +1294,7 @@ type SupplementResponse struct {
 
 func (x *SupplementResponse) Reset() {
 	*x = SupplementResponse{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[15]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1209,7 +1306,7 @@ func (x *SupplementResponse) String() string {
 func (*SupplementResponse) ProtoMessage() {}
 
 func (x *SupplementResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[15]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1222,7 +1319,7 @@ func (x *SupplementResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupplementResponse.ProtoReflect.Descriptor instead.
 func (*SupplementResponse) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{15}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SupplementResponse) GetNamespaceCount() int32 {
@@ -1327,7 +1424,13 @@ const file_volcano_repack_v1alpha1_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\".\n" +
 	"\x14CloseSessionResponse\x12\x16\n" +
-	"\x06closed\x18\x01 \x01(\bR\x06closed\"\x99\x01\n" +
+	"\x06closed\x18\x01 \x01(\bR\x06closed\"_\n" +
+	"\x0fPipelineRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
+	"\btask_uid\x18\x02 \x01(\tR\ataskUid\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\"\x12\n" +
+	"\x10PipelineResponse\"\x99\x01\n" +
 	"\x11SupplementRequest\x12B\n" +
 	"\n" +
 	"namespaces\x18\x01 \x03(\v2\".volcano.repack.v1alpha1.NamespaceR\n" +
@@ -1340,7 +1443,7 @@ const file_volcano_repack_v1alpha1_service_proto_rawDesc = "" +
 	"\vFailureCode\x12\x1c\n" +
 	"\x18FAILURE_CODE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rUNSCHEDULABLE\x10\x01\x12\"\n" +
-	"\x1eUNSCHEDULABLE_AND_UNRESOLVABLE\x10\x022\xbe\x05\n" +
+	"\x1eUNSCHEDULABLE_AND_UNRESOLVABLE\x10\x022\x9f\x06\n" +
 	"\x06Repack\x12_\n" +
 	"\bEvaluate\x12(.volcano.repack.v1alpha1.EvaluateRequest\x1a).volcano.repack.v1alpha1.EvaluateResponse\x12S\n" +
 	"\x04Plan\x12$.volcano.repack.v1alpha1.PlanRequest\x1a%.volcano.repack.v1alpha1.PlanResponse\x12Y\n" +
@@ -1348,7 +1451,8 @@ const file_volcano_repack_v1alpha1_service_proto_rawDesc = "" +
 	"\n" +
 	"Prioritize\x12*.volcano.repack.v1alpha1.PrioritizeRequest\x1a+.volcano.repack.v1alpha1.PrioritizeResponse\x12h\n" +
 	"\vOpenSession\x12+.volcano.repack.v1alpha1.OpenSessionRequest\x1a,.volcano.repack.v1alpha1.OpenSessionResponse\x12k\n" +
-	"\fCloseSession\x12,.volcano.repack.v1alpha1.CloseSessionRequest\x1a-.volcano.repack.v1alpha1.CloseSessionResponse\x12e\n" +
+	"\fCloseSession\x12,.volcano.repack.v1alpha1.CloseSessionRequest\x1a-.volcano.repack.v1alpha1.CloseSessionResponse\x12_\n" +
+	"\bPipeline\x12(.volcano.repack.v1alpha1.PipelineRequest\x1a).volcano.repack.v1alpha1.PipelineResponse\x12e\n" +
 	"\n" +
 	"Supplement\x12*.volcano.repack.v1alpha1.SupplementRequest\x1a+.volcano.repack.v1alpha1.SupplementResponseB)Z'volcano.sh/repack/api/v1alpha1;v1alpha1b\x06proto3"
 
@@ -1365,7 +1469,7 @@ func file_volcano_repack_v1alpha1_service_proto_rawDescGZIP() []byte {
 }
 
 var file_volcano_repack_v1alpha1_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_volcano_repack_v1alpha1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_volcano_repack_v1alpha1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_volcano_repack_v1alpha1_service_proto_goTypes = []any{
 	(FailureCode)(0),              // 0: volcano.repack.v1alpha1.FailureCode
 	(*EvaluateRequest)(nil),       // 1: volcano.repack.v1alpha1.EvaluateRequest
@@ -1382,53 +1486,57 @@ var file_volcano_repack_v1alpha1_service_proto_goTypes = []any{
 	(*OpenSessionResponse)(nil),   // 12: volcano.repack.v1alpha1.OpenSessionResponse
 	(*CloseSessionRequest)(nil),   // 13: volcano.repack.v1alpha1.CloseSessionRequest
 	(*CloseSessionResponse)(nil),  // 14: volcano.repack.v1alpha1.CloseSessionResponse
-	(*SupplementRequest)(nil),     // 15: volcano.repack.v1alpha1.SupplementRequest
-	(*SupplementResponse)(nil),    // 16: volcano.repack.v1alpha1.SupplementResponse
-	nil,                           // 17: volcano.repack.v1alpha1.NodeScore.PluginsEntry
-	(*Snapshot)(nil),              // 18: volcano.repack.v1alpha1.Snapshot
-	(*Fragmentation)(nil),         // 19: volcano.repack.v1alpha1.Fragmentation
-	(*RepackSpec)(nil),            // 20: volcano.repack.v1alpha1.RepackSpec
-	(*RepackStatus)(nil),          // 21: volcano.repack.v1alpha1.RepackStatus
-	(*Task)(nil),                  // 22: volcano.repack.v1alpha1.Task
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
-	(*Namespace)(nil),             // 24: volcano.repack.v1alpha1.Namespace
-	(*PodDisruptionBudget)(nil),   // 25: volcano.repack.v1alpha1.PodDisruptionBudget
+	(*PipelineRequest)(nil),       // 15: volcano.repack.v1alpha1.PipelineRequest
+	(*PipelineResponse)(nil),      // 16: volcano.repack.v1alpha1.PipelineResponse
+	(*SupplementRequest)(nil),     // 17: volcano.repack.v1alpha1.SupplementRequest
+	(*SupplementResponse)(nil),    // 18: volcano.repack.v1alpha1.SupplementResponse
+	nil,                           // 19: volcano.repack.v1alpha1.NodeScore.PluginsEntry
+	(*Snapshot)(nil),              // 20: volcano.repack.v1alpha1.Snapshot
+	(*Fragmentation)(nil),         // 21: volcano.repack.v1alpha1.Fragmentation
+	(*RepackSpec)(nil),            // 22: volcano.repack.v1alpha1.RepackSpec
+	(*RepackStatus)(nil),          // 23: volcano.repack.v1alpha1.RepackStatus
+	(*Task)(nil),                  // 24: volcano.repack.v1alpha1.Task
+	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
+	(*Namespace)(nil),             // 26: volcano.repack.v1alpha1.Namespace
+	(*PodDisruptionBudget)(nil),   // 27: volcano.repack.v1alpha1.PodDisruptionBudget
 }
 var file_volcano_repack_v1alpha1_service_proto_depIdxs = []int32{
-	18, // 0: volcano.repack.v1alpha1.EvaluateRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
-	19, // 1: volcano.repack.v1alpha1.EvaluateResponse.resources:type_name -> volcano.repack.v1alpha1.Fragmentation
-	18, // 2: volcano.repack.v1alpha1.PlanRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
-	20, // 3: volcano.repack.v1alpha1.PlanRequest.spec:type_name -> volcano.repack.v1alpha1.RepackSpec
-	21, // 4: volcano.repack.v1alpha1.PlanResponse.status:type_name -> volcano.repack.v1alpha1.RepackStatus
-	18, // 5: volcano.repack.v1alpha1.FilterRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
-	22, // 6: volcano.repack.v1alpha1.FilterRequest.task:type_name -> volcano.repack.v1alpha1.Task
+	20, // 0: volcano.repack.v1alpha1.EvaluateRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
+	21, // 1: volcano.repack.v1alpha1.EvaluateResponse.resources:type_name -> volcano.repack.v1alpha1.Fragmentation
+	20, // 2: volcano.repack.v1alpha1.PlanRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
+	22, // 3: volcano.repack.v1alpha1.PlanRequest.spec:type_name -> volcano.repack.v1alpha1.RepackSpec
+	23, // 4: volcano.repack.v1alpha1.PlanResponse.status:type_name -> volcano.repack.v1alpha1.RepackStatus
+	20, // 5: volcano.repack.v1alpha1.FilterRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
+	24, // 6: volcano.repack.v1alpha1.FilterRequest.task:type_name -> volcano.repack.v1alpha1.Task
 	7,  // 7: volcano.repack.v1alpha1.FilterResponse.failures:type_name -> volcano.repack.v1alpha1.FailureGroup
 	0,  // 8: volcano.repack.v1alpha1.FailureGroup.code:type_name -> volcano.repack.v1alpha1.FailureCode
-	18, // 9: volcano.repack.v1alpha1.PrioritizeRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
-	22, // 10: volcano.repack.v1alpha1.PrioritizeRequest.task:type_name -> volcano.repack.v1alpha1.Task
+	20, // 9: volcano.repack.v1alpha1.PrioritizeRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
+	24, // 10: volcano.repack.v1alpha1.PrioritizeRequest.task:type_name -> volcano.repack.v1alpha1.Task
 	10, // 11: volcano.repack.v1alpha1.PrioritizeResponse.scores:type_name -> volcano.repack.v1alpha1.NodeScore
 	7,  // 12: volcano.repack.v1alpha1.PrioritizeResponse.failures:type_name -> volcano.repack.v1alpha1.FailureGroup
-	17, // 13: volcano.repack.v1alpha1.NodeScore.plugins:type_name -> volcano.repack.v1alpha1.NodeScore.PluginsEntry
-	18, // 14: volcano.repack.v1alpha1.OpenSessionRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
-	23, // 15: volcano.repack.v1alpha1.OpenSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
-	24, // 16: volcano.repack.v1alpha1.SupplementRequest.namespaces:type_name -> volcano.repack.v1alpha1.Namespace
-	25, // 17: volcano.repack.v1alpha1.SupplementRequest.pdbs:type_name -> volcano.repack.v1alpha1.PodDisruptionBudget
+	19, // 13: volcano.repack.v1alpha1.NodeScore.plugins:type_name -> volcano.repack.v1alpha1.NodeScore.PluginsEntry
+	20, // 14: volcano.repack.v1alpha1.OpenSessionRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
+	25, // 15: volcano.repack.v1alpha1.OpenSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	26, // 16: volcano.repack.v1alpha1.SupplementRequest.namespaces:type_name -> volcano.repack.v1alpha1.Namespace
+	27, // 17: volcano.repack.v1alpha1.SupplementRequest.pdbs:type_name -> volcano.repack.v1alpha1.PodDisruptionBudget
 	1,  // 18: volcano.repack.v1alpha1.Repack.Evaluate:input_type -> volcano.repack.v1alpha1.EvaluateRequest
 	3,  // 19: volcano.repack.v1alpha1.Repack.Plan:input_type -> volcano.repack.v1alpha1.PlanRequest
 	5,  // 20: volcano.repack.v1alpha1.Repack.Filter:input_type -> volcano.repack.v1alpha1.FilterRequest
 	8,  // 21: volcano.repack.v1alpha1.Repack.Prioritize:input_type -> volcano.repack.v1alpha1.PrioritizeRequest
 	11, // 22: volcano.repack.v1alpha1.Repack.OpenSession:input_type -> volcano.repack.v1alpha1.OpenSessionRequest
 	13, // 23: volcano.repack.v1alpha1.Repack.CloseSession:input_type -> volcano.repack.v1alpha1.CloseSessionRequest
-	15, // 24: volcano.repack.v1alpha1.Repack.Supplement:input_type -> volcano.repack.v1alpha1.SupplementRequest
-	2,  // 25: volcano.repack.v1alpha1.Repack.Evaluate:output_type -> volcano.repack.v1alpha1.EvaluateResponse
-	4,  // 26: volcano.repack.v1alpha1.Repack.Plan:output_type -> volcano.repack.v1alpha1.PlanResponse
-	6,  // 27: volcano.repack.v1alpha1.Repack.Filter:output_type -> volcano.repack.v1alpha1.FilterResponse
-	9,  // 28: volcano.repack.v1alpha1.Repack.Prioritize:output_type -> volcano.repack.v1alpha1.PrioritizeResponse
-	12, // 29: volcano.repack.v1alpha1.Repack.OpenSession:output_type -> volcano.repack.v1alpha1.OpenSessionResponse
-	14, // 30: volcano.repack.v1alpha1.Repack.CloseSession:output_type -> volcano.repack.v1alpha1.CloseSessionResponse
-	16, // 31: volcano.repack.v1alpha1.Repack.Supplement:output_type -> volcano.repack.v1alpha1.SupplementResponse
-	25, // [25:32] is the sub-list for method output_type
-	18, // [18:25] is the sub-list for method input_type
+	15, // 24: volcano.repack.v1alpha1.Repack.Pipeline:input_type -> volcano.repack.v1alpha1.PipelineRequest
+	17, // 25: volcano.repack.v1alpha1.Repack.Supplement:input_type -> volcano.repack.v1alpha1.SupplementRequest
+	2,  // 26: volcano.repack.v1alpha1.Repack.Evaluate:output_type -> volcano.repack.v1alpha1.EvaluateResponse
+	4,  // 27: volcano.repack.v1alpha1.Repack.Plan:output_type -> volcano.repack.v1alpha1.PlanResponse
+	6,  // 28: volcano.repack.v1alpha1.Repack.Filter:output_type -> volcano.repack.v1alpha1.FilterResponse
+	9,  // 29: volcano.repack.v1alpha1.Repack.Prioritize:output_type -> volcano.repack.v1alpha1.PrioritizeResponse
+	12, // 30: volcano.repack.v1alpha1.Repack.OpenSession:output_type -> volcano.repack.v1alpha1.OpenSessionResponse
+	14, // 31: volcano.repack.v1alpha1.Repack.CloseSession:output_type -> volcano.repack.v1alpha1.CloseSessionResponse
+	16, // 32: volcano.repack.v1alpha1.Repack.Pipeline:output_type -> volcano.repack.v1alpha1.PipelineResponse
+	18, // 33: volcano.repack.v1alpha1.Repack.Supplement:output_type -> volcano.repack.v1alpha1.SupplementResponse
+	26, // [26:34] is the sub-list for method output_type
+	18, // [18:26] is the sub-list for method input_type
 	18, // [18:18] is the sub-list for extension type_name
 	18, // [18:18] is the sub-list for extension extendee
 	0,  // [0:18] is the sub-list for field type_name
@@ -1468,7 +1576,7 @@ func file_volcano_repack_v1alpha1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_volcano_repack_v1alpha1_service_proto_rawDesc), len(file_volcano_repack_v1alpha1_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,6 +28,7 @@ const (
 	Repack_Prioritize_FullMethodName   = "/volcano.repack.v1alpha1.Repack/Prioritize"
 	Repack_OpenSession_FullMethodName  = "/volcano.repack.v1alpha1.Repack/OpenSession"
 	Repack_CloseSession_FullMethodName = "/volcano.repack.v1alpha1.Repack/CloseSession"
+	Repack_Pipeline_FullMethodName     = "/volcano.repack.v1alpha1.Repack/Pipeline"
 	Repack_Supplement_FullMethodName   = "/volcano.repack.v1alpha1.Repack/Supplement"
 )
 
@@ -45,6 +46,14 @@ type RepackClient interface {
 	Prioritize(ctx context.Context, in *PrioritizeRequest, opts ...grpc.CallOption) (*PrioritizeResponse, error)
 	OpenSession(ctx context.Context, in *OpenSessionRequest, opts ...grpc.CallOption) (*OpenSessionResponse, error)
 	CloseSession(ctx context.Context, in *CloseSessionRequest, opts ...grpc.CallOption) (*CloseSessionResponse, error)
+	// Record in an open session that a pending task is pipelined onto a node (Volcano's
+	// Statement.Pipeline): later Filter and Prioritize calls on the session count it there (its
+	// request against the node's FutureIdle, its pod slot, ports, affinity and spread), as Volcano
+	// counts a task nominated to a node. Nothing is checked but that the task is not on a node (the
+	// caller has asked Filter, as Volcano's allocate does before it pipelines). The Execute watcher
+	// records each rebuilt pod's selected node this way, so one session per pass serves all its
+	// selections.
+	Pipeline(ctx context.Context, in *PipelineRequest, opts ...grpc.CallOption) (*PipelineResponse, error)
 	// What a pushed session (the extender's `latest`: Volcano's onSessionOpen) does not carry:
 	// namespace labels and PodDisruptionBudgets, sent by the watcher from its informers. Kept and
 	// merged into every later published session; `latest` is re-published merged at once.
@@ -119,6 +128,16 @@ func (c *repackClient) CloseSession(ctx context.Context, in *CloseSessionRequest
 	return out, nil
 }
 
+func (c *repackClient) Pipeline(ctx context.Context, in *PipelineRequest, opts ...grpc.CallOption) (*PipelineResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PipelineResponse)
+	err := c.cc.Invoke(ctx, Repack_Pipeline_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *repackClient) Supplement(ctx context.Context, in *SupplementRequest, opts ...grpc.CallOption) (*SupplementResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SupplementResponse)
@@ -143,6 +162,14 @@ type RepackServer interface {
 	Prioritize(context.Context, *PrioritizeRequest) (*PrioritizeResponse, error)
 	OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error)
 	CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error)
+	// Record in an open session that a pending task is pipelined onto a node (Volcano's
+	// Statement.Pipeline): later Filter and Prioritize calls on the session count it there (its
+	// request against the node's FutureIdle, its pod slot, ports, affinity and spread), as Volcano
+	// counts a task nominated to a node. Nothing is checked but that the task is not on a node (the
+	// caller has asked Filter, as Volcano's allocate does before it pipelines). The Execute watcher
+	// records each rebuilt pod's selected node this way, so one session per pass serves all its
+	// selections.
+	Pipeline(context.Context, *PipelineRequest) (*PipelineResponse, error)
 	// What a pushed session (the extender's `latest`: Volcano's onSessionOpen) does not carry:
 	// namespace labels and PodDisruptionBudgets, sent by the watcher from its informers. Kept and
 	// merged into every later published session; `latest` is re-published merged at once.
@@ -174,6 +201,9 @@ func (UnimplementedRepackServer) OpenSession(context.Context, *OpenSessionReques
 }
 func (UnimplementedRepackServer) CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CloseSession not implemented")
+}
+func (UnimplementedRepackServer) Pipeline(context.Context, *PipelineRequest) (*PipelineResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Pipeline not implemented")
 }
 func (UnimplementedRepackServer) Supplement(context.Context, *SupplementRequest) (*SupplementResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Supplement not implemented")
@@ -307,6 +337,24 @@ func _Repack_CloseSession_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Repack_Pipeline_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PipelineRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RepackServer).Pipeline(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Repack_Pipeline_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RepackServer).Pipeline(ctx, req.(*PipelineRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Repack_Supplement_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SupplementRequest)
 	if err := dec(in); err != nil {
@@ -355,6 +403,10 @@ var Repack_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CloseSession",
 			Handler:    _Repack_CloseSession_Handler,
+		},
+		{
+			MethodName: "Pipeline",
+			Handler:    _Repack_Pipeline_Handler,
 		},
 		{
 			MethodName: "Supplement",

@@ -171,6 +171,20 @@ class CloseSessionResponse(_message.Message):
     closed: bool
     def __init__(self, closed: _Optional[bool] = ...) -> None: ...
 
+class PipelineRequest(_message.Message):
+    __slots__ = ("session_id", "task_uid", "node")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_UID_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    task_uid: str
+    node: str
+    def __init__(self, session_id: _Optional[str] = ..., task_uid: _Optional[str] = ..., node: _Optional[str] = ...) -> None: ...
+
+class PipelineResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class SupplementRequest(_message.Message):
     __slots__ = ("namespaces", "pdbs")
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]

@@ -64,6 +64,11 @@ class RepackStub:
                 request_serializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CloseSessionRequest.SerializeToString,
                 response_deserializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CloseSessionResponse.FromString,
                 _registered_method=True)
+        self.Pipeline = channel.unary_unary(
+                '/volcano.repack.v1alpha1.Repack/Pipeline',
+                request_serializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.PipelineRequest.SerializeToString,
+                response_deserializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.PipelineResponse.FromString,
+                _registered_method=True)
         self.Supplement = channel.unary_unary(
                 '/volcano.repack.v1alpha1.Repack/Supplement',
                 request_serializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.SupplementRequest.SerializeToString,
@@ -114,6 +119,19 @@ class RepackServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Pipeline(self, request, context):
+        """Record in an open session that a pending task is pipelined onto a node (Volcano's
+        Statement.Pipeline): later Filter and Prioritize calls on the session count it there (its
+        request against the node's FutureIdle, its pod slot, ports, affinity and spread), as Volcano
+        counts a task nominated to a node. Nothing is checked but that the task is not on a node (the
+        caller has asked Filter, as Volcano's allocate does before it pipelines). The Execute watcher
+        records each rebuilt pod's selected node this way, so one session per pass serves all its
+        selections.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Supplement(self, request, context):
         """What a pushed session (the extender's `latest`: Volcano's onSessionOpen) does not carry:
         namespace labels and PodDisruptionBudgets, sent by the watcher from its informers. Kept and
@@ -155,6 +173,11 @@ def add_RepackServicer_to_server(servicer, server):
                     servicer.CloseSession,
                     request_deserializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CloseSessionRequest.FromString,
                     response_serializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CloseSessionResponse.SerializeToString,
+            ),
+            'Pipeline': grpc.unary_unary_rpc_method_handler(
+                    servicer.Pipeline,
+                    request_deserializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.PipelineRequest.FromString,
+                    response_serializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.PipelineResponse.SerializeToString,
             ),
             'Supplement': grpc.unary_unary_rpc_method_handler(
                     servicer.Supplement,
@@ -324,6 +347,33 @@ class Repack:
             '/volcano.repack.v1alpha1.Repack/CloseSession',
             volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CloseSessionRequest.SerializeToString,
             volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CloseSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Pipeline(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/volcano.repack.v1alpha1.Repack/Pipeline',
+            volcano_dot_repack_dot_v1alpha1_dot_service__pb2.PipelineRequest.SerializeToString,
+            volcano_dot_repack_dot_v1alpha1_dot_service__pb2.PipelineResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,116 @@
+"""How an Execute run ends: its ``status.result`` and the one condition that names the outcome.
+
+Every path ends in a terminal phase with a condition (never silent, never stuck). The first row
+that matches decides:
+
+| # | when (first match wins)                                           | phase     | condition True / reason  |
+|---|-------------------------------------------------------------------|-----------|--------------------------|
+| 1 | spec unparsable, or the planner answers INVALID_ARGUMENT          | Failed    | Failed/InvalidSpec       |
+| 2 | planner down, slow or session lost while replanning, past its wait| Failed    | Failed/PlannerUnavailable|
+| 3 | the replan has no moves (nothing evicted)                         | Succeeded | Complete/<planner reason>|
+| 4 | an eviction ended Blocked or Failed and the target is not reached | Failed    | Failed/EvictionBlocked   |
+| 5 | a relocation unfinished at the execution deadline (TimedOut)      | Failed    | Failed/ExecutionTimedOut |
+| 6 | all relocations finished, not every planned node free (0 or some) | Failed    | Failed/PartiallyCompleted|
+| 7 | target reached, some replacement bound off its plannedNodeName    | Succeeded | Complete/ALTERNATIVE     |
+| 8 | target reached, every replacement on its planned node             | Succeeded | Complete/ExecutionCompleted |
+
+<planner reason> is NoFragmentation or InsufficientImprovement (as the DryRun says); ALTERNATIVE is
+ExecutionCompletedWithAlternativePlacement (BoundElsewhere, or Bound on a selected node that is not
+the planned one: the guide's "actualNodeName may differ from the first two fields").
+Rows 1-2 happen before the journal exists, row 3 right after the replan; rows 4-8 at the finish.
+The **target** is the plan's ``freedNodes``: reached when none of them holds a pod that requests the
+goal resource (pods without it — DaemonSets, kube-proxy — never count). A Failed run also carries
+``Complete`` False with the same reason, and ``Progressing`` turns False with it.
+
+``result.fragAfterPercent`` is Evaluate on a fresh snapshot (absent when the planner could not
+answer); ``metricsVerified`` is true only when it was measured after every relocation reached a
+terminal phase with every evicted pod's replacement bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sidecar.api.repackrun import EvictionPhase, Phase, PlacementPhase, Reason
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.watcher.execute.journal import Relocation, Result
+from sidecar.watcher.execute.placement import holding_nodes
+from sidecar.wording import count, percent
+
+COMPLETED, ALTERNATIVE = Reason.EXECUTION_COMPLETED, Reason.EXECUTION_COMPLETED_ELSEWHERE
+EVICTION_BLOCKED, TIMED_OUT_REASON, PARTIAL = (
+    Reason.EVICTION_BLOCKED,
+    Reason.EXECUTION_TIMED_OUT,
+    Reason.PARTIALLY_COMPLETED,
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    phase: Phase
+    reason: str
+    message: str
+
+
+def freed_now(snapshot: pb.Snapshot, planned: list[str], resource: str) -> list[str]:
+    """The planned freed nodes on which no pod holds ``resource`` now."""
+    held = holding_nodes(snapshot, resource)
+    return [n for n in planned if n not in held]
+
+
+def _pods(rels: list[Relocation]) -> str:
+    return ", ".join(r.key for r in rels)
+
+
+def outcome(rels: list[Relocation], planned: list[str], freed: list[str]) -> Outcome:
+    """Rows 4-8 of the table: the finished run's phase, reason and message."""
+    nodes = f"{len(freed)} of {len(planned)} planned nodes freed ({', '.join(freed) or 'none'})"
+    reached = set(planned) <= set(freed)
+    stuck = [r for r in rels if r.eviction.phase in (EvictionPhase.BLOCKED, EvictionPhase.FAILED)]
+    if stuck and not reached:
+        why = "; ".join(f"{r.key}: {r.eviction.message}" for r in stuck)
+        return Outcome(Phase.FAILED, EVICTION_BLOCKED, f"{len(stuck)} pods not evicted ({why}); {nodes}")
+    late = [r for r in rels if r.placement.phase == PlacementPhase.TIMED_OUT]
+    if late:
+        return Outcome(Phase.FAILED, TIMED_OUT_REASON, f"unfinished at the execution deadline: {_pods(late)}; {nodes}")
+    if not reached:
+        holding = sorted(set(planned) - set(freed))
+        return Outcome(Phase.FAILED, PARTIAL, f"{nodes}; still holding the resource: {', '.join(holding)}")
+    placed = (PlacementPhase.BOUND, PlacementPhase.BOUND_ELSEWHERE)
+    moved = [r for r in rels if r.placement.phase in placed and r.placement.actual_node_name]
+    other = [r for r in moved if r.placement.actual_node_name != r.planned_node_name]
+    if other:
+        where = ", ".join(f"{r.key} on {r.placement.actual_node_name} (planned {r.planned_node_name})" for r in other)
+        return Outcome(Phase.SUCCEEDED, ALTERNATIVE, f"{nodes}; placed elsewhere: {where}")
+    return Outcome(Phase.SUCCEEDED, COMPLETED, f"{nodes}; every pod on its planned node")
+
+
+def result(
+    rels: list[Relocation], planned: list[str], freed: list[str], frag: float | None, before: float, note: str = ""
+) -> Result:
+    """``status.result`` after the run (``frag`` None: not measured, ``note`` says why)."""
+    evicted = [r for r in rels if r.eviction.phase == EvictionPhase.EVICTED]
+    replaced_phases = (
+        PlacementPhase.BOUND,
+        PlacementPhase.BOUND_ELSEWHERE,
+        PlacementPhase.SKIPPED,
+    )  # Skipped: it finished
+    replaced = all(r.placement.phase in replaced_phases for r in evicted)
+    verified = frag is not None and replaced and all(r.done for r in rels)
+    cards = sum(r.cards for r in evicted)
+    after = "not measured" if frag is None else percent(frag)
+    message = (
+        f"{len(freed)} of {count(len(planned), 'planned node')} freed; {count(len(evicted), 'pod')} evicted, "
+        f"{count(cards, 'card')} moved; fragmentation {percent(before)} -> {after}"
+    )
+    if note:
+        message += f" ({note})"
+    return Result(
+        frag_after_percent=frag,
+        freed_node_count=len(freed),
+        freed_nodes=list(freed),
+        moved_card_count=cards,
+        evicted_pod_count=len(evicted),
+        metrics_verified=verified,
+        message=message,
+    )
