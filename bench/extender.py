@@ -33,8 +33,8 @@ import orjson
 
 from bench.common import machine, median_seconds, save
 from bench.fidelity import Oracle, oracle_binary
+from sidecar.fake.objects import objects_from_snapshot
 from sidecar.mirror.conf import DEFAULT_CONF
-from sidecar.sandbox.objects import objects_from_snapshot
 from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.scenarios.volcano_session import MASTER, pad, session_body
 from sidecar.server.extender import ExtenderServer

@@ -115,11 +115,11 @@ class PortServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(5)
-        if isinstance(self.httpd, _Server):
+        if isinstance(self.httpd, _MetricsServer):
             self.httpd.pool.shutdown(wait=False, cancel_futures=True)
 
 
-class _Server(HTTPServer):
+class _MetricsServer(HTTPServer):
     """Accepts on one thread, answers on ``HANDLERS`` pool threads, refuses past ``MAX_CONNECTIONS``."""
 
     checks: dict[str, Check]
@@ -127,7 +127,7 @@ class _Server(HTTPServer):
     request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], name: str) -> None:
-        super().__init__(address, _Handler)
+        super().__init__(address, _MetricsHandler)
         self.pool = DaemonPool(HANDLERS, name)
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.open = 0  # connections admitted and not yet closed (guarded by _count)
@@ -167,8 +167,8 @@ class _Server(HTTPServer):
         log.debug("http_request_failed", client=str(client_address), exc_info=True)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+class _MetricsHandler(BaseHTTPRequestHandler):
+    server: _MetricsServer
     protocol_version = "HTTP/1.1"
     timeout = IDLE_SECONDS  # socket timeout: an idle (or slow) client is disconnected
 
@@ -215,7 +215,7 @@ def serve_port(port: int, host: str, checks: dict[str, Check], name: str, flag: 
     """Serve ``checks`` (path → check) and the Prometheus registry on daemon threads (port 0: any).
     A port that cannot be opened is an ``OSError`` whose message names ``flag`` and host:port."""
     try:
-        httpd = _Server((host, port), name)
+        httpd = _MetricsServer((host, port), name)
     except OSError as exc:
         raise OSError(bind_error(flag, host, port, exc)) from None
     httpd.checks = checks

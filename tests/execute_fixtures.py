@@ -1,10 +1,10 @@
-"""Shared pieces of the Execute watcher tests: the guide's cluster in a sandbox API server, the
-guide's Step 5 run, and a driver that interleaves watcher passes with the simulated control plane.
+"""Shared pieces of the watcher tests: the guide's cluster on the fake cluster port, the guide's
+Step 5 run, and a driver that interleaves watcher passes with the simulated control plane.
 
-``Sandbox.step`` runs the control plane's parts in the order a cluster with the placement gate
-would see them: workload controllers rebuild evicted pods, the watcher's next pass suggests nodes,
-then the scheduler binds and the kubelet starts. (The sandbox's scheduler does not hold gated pods
-yet, so the test orders the parts; each part is still the sandbox's own code over real HTTP.)
+``Box.drive`` runs the control plane's parts in the order a cluster with the placement gate would
+see them: the workload controllers rebuild evicted pods, the watcher's next pass suggests nodes,
+then the scheduler binds and the kubelet starts. Each part is the fake's own code; the order is
+the test's, so every step is deterministic.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import client, config
 
 from sidecar.api.repackrun import TERMINAL
-from sidecar.sandbox.apiserver import ApiServer
-from sidecar.sandbox.controlplane import ControlPlane, ControlPlaneConfig
-from sidecar.sandbox.objects import objects_from_snapshot
+from sidecar.fake.cluster import FakeCluster
+from sidecar.fake.objects import objects_from_snapshot
+from sidecar.fake.plane import ControlPlane, PlaneConfig
 from sidecar.snapshot.io import load_snapshot
-from sidecar.watcher.execute import ExecuteReconciler
-from sidecar.watcher.status import GROUP, PLURAL, VERSION
+from sidecar.watcher.execute.reconciler import ExecuteReconciler
+from sidecar.watcher.gate.index import GateIndex, owner_from
+from sidecar.watcher.kit.port import EVENTS, PODGROUPS, PODS, REPACKRUNS
 
 Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,40 +61,48 @@ def execute_run(name: str = "ascend-execute-001", *, grace: int | None = 0, **sp
     return dict(body)
 
 
-class Sandbox:
-    """An API server with the guide's cluster, the official client on it, and its control plane
-    (``plane``: cycled by ``step`` unless ``threads`` runs it in the background)."""
+def gate_runs(cluster: FakeCluster) -> GateIndex:
+    """The placement gate's admission decision on ``cluster``'s pod creates (as its webhook answers
+    them), over the runs and PodGroups as stored now."""
+    index = GateIndex(lambda: cluster.items(REPACKRUNS), owner_from(lambda name, ns: cluster.find(PODGROUPS, name, ns)))
 
-    def __init__(self, server: ApiServer, path: Path, threads: bool) -> None:
-        self.server = server
-        self.api = config.new_client_from_config(str(server.kubeconfig(path)))
-        self.core = client.CoreV1Api(self.api)
-        self.custom = client.CustomObjectsApi(self.api)
-        plane = server.control_plane
-        assert plane is not None
-        self.plane: ControlPlane = plane
-        self.threads = threads
+    def review(request: Obj) -> Obj:
+        index.refresh()
+        return index.review(request)
+
+    cluster.admission = review
+    return index
+
+
+class Box:
+    """The fake cluster holding the guide's example and its control plane (``plane``: cycled by
+    ``drive`` unless ``threads`` runs it in the background)."""
+
+    def __init__(self, cluster: FakeCluster, plane: ControlPlane, threads: bool) -> None:
+        self.cluster, self.plane, self.threads = cluster, plane, threads
 
     def create_run(self, body: Obj) -> Obj:
-        return self.custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, copy.deepcopy(body))  # type: ignore[no-any-return]
+        return self.cluster.create(REPACKRUNS, copy.deepcopy(body))
 
     def run(self, name: str) -> Obj:
-        return self.custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)  # type: ignore[no-any-return]
+        found = self.cluster.get(REPACKRUNS, name)
+        assert found is not None, f"no RepackRun {name}"
+        return found
 
-    def pod(self, name: str, namespace: str = NS) -> client.V1Pod | None:
-        try:
-            return self.core.read_namespaced_pod(name, namespace)
-        except client.ApiException as exc:
-            assert exc.status == 404
-            return None
+    def pod(self, name: str, namespace: str = NS) -> Obj | None:
+        return self.cluster.get(PODS, name, namespace)
 
     def evictions(self) -> dict[str, int]:
-        """Eviction requests per pod name, from the API server's audit log (any answer)."""
+        """Eviction requests per pod name, from the fake's audit (any answer)."""
         out: dict[str, int] = {}
-        for r in self.server.audit.records("create", "pods"):
-            if r.subresource == "eviction":
-                out[r.name] = out.get(r.name, 0) + 1
+        for call in self.cluster.audit.records("create", "pods"):
+            if call.subresource == "eviction":
+                out[call.name] = out.get(call.name, 0) + 1
         return out
+
+    def events(self, name: str) -> list[Obj]:
+        """Events about RepackRun ``name``."""
+        return [e for e in self.cluster.items(EVENTS) if e["involvedObject"]["name"] == name]
 
     def rebuild(self) -> None:
         assert self.plane.workloads is not None
@@ -122,27 +130,23 @@ class Sandbox:
 
 
 @contextmanager
-def sandbox(
-    path: Path,
-    *,
-    cards: int | None = None,
-    grace: int = 0,
-    threads: bool = False,
-    objects: list[Obj] | None = None,
-    gates: tuple[str, ...] = (),
-) -> Iterator[Sandbox]:
-    """The guide's cluster loaded; the control plane's threads idle unless ``threads``; rebuilt
-    pods created with the scheduling ``gates`` (an admission webhook's effect)."""
-    conf = ControlPlaneConfig(scheduler_period=0.05 if threads else 3600, rebuild_gates=gates)
-    with ApiServer(history=200, control_plane=conf) as server:
-        box = Sandbox(server, path / "kubeconfig", threads)
-        if not threads:
-            box.plane.stop()  # its parts are cycled by the test (``step``), in order
-        server.load(objects if objects is not None else guide_objects(cards=cards, grace=grace))
-        try:
-            yield box
-        finally:
-            box.api.close()
+def guide_box(
+    *, cards: int | None = None, grace: int = 0, threads: bool = False, objects: list[Obj] | None = None,
+    gates: bool = False,
+) -> Iterator[Box]:  # fmt: skip
+    """The guide's cluster loaded; the control plane's threads idle unless ``threads``; with
+    ``gates``, rebuilt pods are admitted behind the placement gate, as its webhook answers."""
+    cluster = FakeCluster(history=500)
+    cluster.load(objects if objects is not None else guide_objects(cards=cards, grace=grace))
+    if gates:
+        gate_runs(cluster)
+    plane = ControlPlane(cluster, PlaneConfig(scheduler_period=0.05))
+    if threads:
+        plane.start()
+    try:
+        yield Box(cluster, plane, threads)
+    finally:
+        plane.stop()
 
 
 def relocation(run: Obj, pod: str) -> Obj:

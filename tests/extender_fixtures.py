@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from sidecar.sandbox.objects import objects_from_snapshot
+from sidecar.fake.objects import objects_from_snapshot
 from sidecar.scenarios.volcano_session import MASTER, session_dict
 from sidecar.server.background import BackgroundServer
 from sidecar.snapshot.io import load_snapshot

@@ -1,16 +1,11 @@
-"""Helpers for tests against the API server emulator (the fixtures ``api``, ``kubeconfig`` and ``k8s`` are
-the suite's, tests/conftest.py): objects to create, ``sandbox serve`` as a process, waiting, kubectl."""
+"""Helpers for tests that handle Kubernetes objects (on the fake cluster or the real control plane):
+objects to create, waiting (bounded), kubectl."""
 
 from __future__ import annotations
 
-import contextlib
-import queue
-import signal
 import subprocess
-import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -42,34 +37,6 @@ def node(name: str, **labels: str) -> dict[str, Any]:
         "metadata": {"name": name, "labels": labels},
         "status": {"conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": NODE_INFO},
     }
-
-
-@contextlib.contextmanager
-def serving(*args: str) -> Iterator[str]:
-    """`python -m sidecar sandbox serve ARGS` as a person would run it: yields its first line
-    ("serving URL ...", read with a timeout, so a server that never starts fails the test instead of hanging);
-    on leaving, SIGTERM must make it exit 0."""
-    cmd = [sys.executable, "-m", "sidecar", "sandbox", "serve", *args]
-    root = Path(__file__).resolve().parents[1]
-    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or []], daemon=True).start()
-    try:
-        try:
-            first = lines.get(timeout=30)
-        except queue.Empty:
-            raise AssertionError("sandbox serve printed nothing within 30 s") from None
-        assert first.startswith("serving http://127.0.0.1:"), first
-        yield first
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-            raise
-    assert code == 0, proc.stderr.read() if proc.stderr else ""
 
 
 T = TypeVar("T")

@@ -21,18 +21,18 @@ from __future__ import annotations
 import base64
 import copy
 import json
-import queue
 import secrets
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sidecar.fake import eviction, jsonpatch
 from sidecar.fake.faults import Audit, Call, Faults
+from sidecar.fake.watches import Watch
 from sidecar.kubeobj import Obj
 from sidecar.watcher.kit import port
 from sidecar.watcher.kit.port import PODS, ApiError, Gone, Listing, Resource, Unreachable
@@ -50,7 +50,6 @@ WITH_STATUS = frozenset({"namespaces", "nodes", "pods", "poddisruptionbudgets", 
 BY_KIND = {(r.api_version, r.kind): r for r in RESOURCES}
 #: an AdmissionReview v1 in, the answered one out (a mutating webhook, called in process)
 Admission = Callable[[Obj], Obj]
-_END, _CUT = object(), object()
 Key = tuple[str, str]
 
 
@@ -65,46 +64,6 @@ def _meta(obj: Obj) -> Obj:
 def _key(obj: Obj) -> Key:
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
-
-
-class _Watch:
-    """One watch: replayed history, then live events, until its timeout, ``close`` or a cut."""
-
-    def __init__(self, owner: FakeCluster, resource: Resource, deadline: float, bookmark_every: float) -> None:
-        self._owner, self._resource = owner, resource
-        self._deadline, self._bookmark_every = deadline, bookmark_every
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-
-    def push(self, item: Any) -> None:
-        self._queue.put(item)
-
-    def __iter__(self) -> Iterator[tuple[str, Obj]]:
-        try:
-            while True:
-                left = self._deadline - time.monotonic()
-                if left <= 0:
-                    return
-                wait = min(left, self._bookmark_every) if self._bookmark_every > 0 else left
-                try:
-                    item = self._queue.get(timeout=wait)
-                except queue.Empty:
-                    if self._bookmark_every > 0 and time.monotonic() < self._deadline:
-                        rv = self._owner.resource_version
-                        yield "BOOKMARK", {"kind": self._resource.kind, "metadata": {"resourceVersion": rv}}
-                    continue
-                if item is _END:
-                    return
-                if item is _CUT:
-                    raise Unreachable("watch stream cut")
-                yield item
-        finally:
-            self._owner._unwatch(self._resource, self)
-
-    def close(self) -> None:
-        self._queue.put(_END)
-
-    def cut(self) -> None:
-        self._queue.put(_CUT)
 
 
 class FakeCluster:
@@ -122,7 +81,7 @@ class FakeCluster:
         self._objects: dict[Resource, dict[Key, Obj]] = {r: {} for r in RESOURCES}
         self._history: dict[Resource, deque[tuple[int, str, Obj]]] = {r: deque() for r in RESOURCES}
         self._oldest: dict[Resource, int] = dict.fromkeys(RESOURCES, 0)
-        self._watches: dict[Resource, list[_Watch]] = {r: [] for r in RESOURCES}
+        self._watches: dict[Resource, list[Watch]] = {r: [] for r in RESOURCES}
 
     # -- the store ---------------------------------------------------------------------------------
     @property
@@ -149,7 +108,7 @@ class FakeCluster:
             listener(resource, kind, obj)
         return obj
 
-    def _unwatch(self, resource: Resource, watch: _Watch) -> None:
+    def _unwatch(self, resource: Resource, watch: Watch) -> None:
         with self._lock:
             if watch in self._watches[resource]:
                 self._watches[resource].remove(watch)
@@ -190,13 +149,14 @@ class FakeCluster:
 
         return self._serve("list", resource, "", "", "", timeout, act)  # type: ignore[no-any-return]
 
-    def watch(self, resource: Resource, resource_version: str, timeout_seconds: int) -> _Watch:
-        def act() -> _Watch:
+    def watch(self, resource: Resource, resource_version: str, timeout_seconds: int) -> Watch:
+        def act() -> Watch:
             with self._lock:
                 since = int(resource_version or self._rv)
                 if since < self._oldest[resource]:
                     raise Gone(f"too old resource version: {since} ({self._oldest[resource]})")
-                watch = _Watch(self, resource, time.monotonic() + timeout_seconds, self.bookmark_every)
+                deadline = time.monotonic() + timeout_seconds
+                watch = Watch(resource, deadline, self.bookmark_every, lambda: self.resource_version, self._unwatch)
                 for rv, kind, obj in self._history[resource]:
                     if rv > since:
                         watch.push((kind, obj))

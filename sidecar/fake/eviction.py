@@ -25,7 +25,7 @@ MULTIPLE = "This pod has more than one PodDisruptionBudget, which the eviction s
 
 
 @dataclass(frozen=True)
-class Verdict:
+class EvictionVerdict:
     """201 when the pod may go (``pdb``: the budget to charge), else the refusal's code and message."""
 
     code: int
@@ -43,24 +43,24 @@ def selects(pdb: Obj, labels: dict[str, str]) -> bool:
     return label_selector_matches(selector, labels)
 
 
-def decide(pod: Obj, pdbs: list[Obj]) -> Verdict:
+def decide(pod: Obj, pdbs: list[Obj]) -> EvictionVerdict:
     """The answer to evicting ``pod`` given its namespace's budgets."""
     meta = pod.get("metadata") or {}
     if (pod.get("status") or {}).get("phase") in ("Pending", "Succeeded", "Failed") or meta.get("deletionTimestamp"):
-        return Verdict(201)
+        return EvictionVerdict(201)
     guarding = [p for p in pdbs if selects(p, meta.get("labels") or {})]
     if len(guarding) > 1:
-        return Verdict(500, MULTIPLE, "InternalError")
+        return EvictionVerdict(500, MULTIPLE, "InternalError")
     if not guarding:
-        return Verdict(201)
+        return EvictionVerdict(201)
     pdb = guarding[0]
     status = pdb.get("status") or {}
     if int(status.get("disruptionsAllowed") or 0) <= 0:
         name = pdb["metadata"]["name"]
         need, have = status.get("desiredHealthy", 0), status.get("currentHealthy", 0)
         why = f"The disruption budget {name} needs {need} healthy pods and has {have} currently"
-        return Verdict(429, f"{VIOLATION} {why}", "TooManyRequests")
-    return Verdict(201, pdb=pdb)
+        return EvictionVerdict(429, f"{VIOLATION} {why}", "TooManyRequests")
+    return EvictionVerdict(201, pdb=pdb)
 
 
 def charged(pdb: Obj, pod_name: str, at: str) -> Obj:

@@ -20,8 +20,9 @@ Unknown                    Unknown                                      Unknown
 
 A task's owner kind becomes the pod's controller ownerReference, as the owning controller sets
 it (its PodGroup's owner when that is of the kind, else an owner named after the PodGroup or the
-pod). Pods and PodGroups carry what a real API server would not accept on create (status, uid,
-deletionTimestamp): ``FakeCluster.load`` writes them as stored state, not as client requests.
+pod); ``Pod`` (a bare pod, the traces' word for one) sets none. Pods and PodGroups carry what a
+real API server would not accept on create (status, uid, deletionTimestamp): ``FakeCluster.load``
+writes them as stored state, not as client requests.
 """
 
 from __future__ import annotations
@@ -266,7 +267,7 @@ def _pod(task: pb.Task, groups: dict[tuple[str, str], pb.PodGroup]) -> dict[str,
         notes[TASK_SPEC] = task.role
     group = groups.get((task.namespace, task.pod_group))
     owners = [r for r in (group.owner_references if group else []) if r.kind == prof.owner_kind and r.controller]
-    if not owners and prof.owner_kind:  # the owning controller's reference, named after what it runs
+    if not owners and prof.owner_kind not in ("", "Pod"):  # the controller's reference, named after what it runs
         kind = prof.owner_kind
         name = task.pod_group or task.name
         owners = [pb.OwnerReference(api_version=OWNER_API_VERSIONS.get(kind, "v1"), kind=kind, name=name,

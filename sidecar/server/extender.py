@@ -315,11 +315,11 @@ def _with_warnings(answer: dict[str, Any], warnings: Sequence[str]) -> dict[str,
     return answer
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _IntakeHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # Go's client keeps connections alive
     #: seconds a connection may stay silent (a body shorter than announced ends here)
     timeout = 30.0
-    server: _Server
+    server: _IntakeServer
 
     def do_POST(self) -> None:
         arrived = time.monotonic()
@@ -346,7 +346,7 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("extender_http", request=format % args)
 
 
-class _Server(ThreadingHTTPServer):
+class _IntakeServer(ThreadingHTTPServer):
     daemon_threads = True
     extender: Extender
     max_body: int
@@ -370,7 +370,7 @@ class ExtenderServer:
         max_body: int = 1 << 30,
     ) -> None:
         self.extender = Extender(service, timeout, max_age)
-        self.httpd = _Server((host, port), _Handler)
+        self.httpd = _IntakeServer((host, port), _IntakeHandler)
         self.httpd.extender, self.httpd.max_body = self.extender, max_body
         self.port = int(self.httpd.server_address[1])
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="extender-http", daemon=True)

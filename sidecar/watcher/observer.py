@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import structlog
 
-from sidecar.api.repackrun import TERMINAL, Condition, EvictionPhase
+from sidecar.api.repackrun import TERMINAL, Condition
 from sidecar.kubeobj import Obj
-from sidecar.watcher.execute.journal import Relocation
 from sidecar.watcher.kit.status import mode_of, phase_of
 
 log = structlog.get_logger("sidecar.watcher")
@@ -58,21 +57,11 @@ def current() -> WatcherObserver:
     return _current
 
 
-def eviction_result(rel: Relocation) -> str:
-    phase, message = rel.eviction.phase, rel.eviction.message
-    if phase == EvictionPhase.EVICTED:
-        return "already_gone" if message.startswith(("already", "not needed")) else "evicted"
-    if phase == EvictionPhase.BLOCKED:
-        return "blocked"
-    return "failed" if phase == EvictionPhase.FAILED else phase.lower()
-
-
-def eviction(rel: Relocation) -> None:
-    """``rel``'s eviction reached a final phase and was journaled."""
-    result = eviction_result(rel)
+def eviction(pod: str, uid: str, node: str, result: str, attempts: int, message: str) -> None:
+    """The eviction of ``pod`` reached a final phase (``result``: evicted, already_gone, blocked or
+    failed) and was journaled."""
     emit = log.info if result in ("evicted", "already_gone") else log.warning
-    emit("pod eviction", pod=rel.key, pod_uid=rel.victim_pod_uid, node=rel.from_node_name, result=result,
-         attempts=rel.eviction.attempts, message=rel.eviction.message)  # fmt: skip
+    emit("pod eviction", pod=pod, pod_uid=uid, node=node, result=result, attempts=attempts, message=message)
     _current.eviction(result)
 
 

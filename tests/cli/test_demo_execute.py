@@ -1,4 +1,5 @@
-"""``repack-sidecar demo --execute``: the guide's Steps 5–7 end to end in the sandbox, as a person sees it."""
+"""``repack-sidecar demo --execute``: the guide's Steps 5–7 end to end on the in-memory fake cluster (the
+sidecar and the watcher as shipped), as a person sees it."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from sidecar.cli import main
 def test_with_the_placement_gate_the_guide_cluster_is_repacked_and_step7_binds_on_the_freed_node(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["demo", "--execute"]) == 0  # the shipped path: the webhook gates rebuilt pods
+    assert main(["demo", "--execute"]) == 0  # the shipped path: the gate's admission holds rebuilt pods
     out = capsys.readouterr().out
-    assert "the placement gate's admission webhook on " in out
+    assert "the placement gate: rebuilt pods are admitted behind it, as the watcher's webhook answers" in out
+    assert "no placement gate" not in out
     assert "repackrun/ascend-execute-001 Succeeded  Complete: ExecutionCompleted" in out
     # each relocation is narrated: evicted, its planned node selected (nominated), bound there
     for worker, node in (("worker-0", "ascend-node-02"), ("worker-1", "ascend-node-03")):
@@ -33,8 +35,11 @@ def test_without_gates_the_run_still_ends_explicitly(capsys: pytest.CaptureFixtu
     """The nomination races the scheduler's cycle: the outcome may differ, never silently."""
     code = main(["demo", "--execute", "--no-gates"])
     out = capsys.readouterr().out
+    assert "no placement gate (--no-gates): rebuilt pods race the scheduler's next cycle" in out
     ended = re.search(r"repackrun/ascend-execute-001 (Succeeded|Failed)  (Complete|Failed): (\w+)", out)
     assert ended is not None, out
     assert (code == 0) == (ended.group(1) == "Succeeded" and "The freed node took the whole job." in out)
     if code:
         assert "placement gate" in out  # the explanation a person can act on
+    if ended.group(1) == "Failed":
+        assert "The placement gate (the default; this run had --no-gates) holds rebuilt pods until nominated" in out

@@ -4,11 +4,14 @@ Every ``import`` in ``sidecar/`` — including imports inside functions, which l
 — is read with ``ast`` and checked against the layer order
 
     api, base (errors, dispatch, heap, logs, wording, kubeobj) < snapshot < mirror < repack < scenarios | service
-    < server | client | watcher | sandbox < cli < __main__
+    < server | client | watcher < fake < cli < __main__
 
 A module may import its own package and any lower layer, never a higher one or a peer of its
-layer. The sandbox (a Kubernetes API emulator with a simulated Volcano) may use the mirror to
-bind pods like Volcano, and only the CLI's demo may use the sandbox.
+layer. The fake cluster (an in-memory fake of the watcher's cluster port with a simulated Volcano)
+may use the mirror to bind pods like Volcano and the watcher's port (the interface it answers), and
+only the CLI's demo may use it. Inside the watcher, the controller kit (``watcher/kit``) knows no
+reconciler: it imports nothing of the watcher but itself and the reporting hub (``observer``).
+No production module names a test double (no word of the retired sandbox, in Python or Go).
 """
 
 from __future__ import annotations
@@ -28,14 +31,17 @@ LAYERS: list[set[str]] = [
     {"mirror"},
     {"repack"},
     {"scenarios", "service"},
-    {"server", "client", "watcher", "sandbox"},
+    {"server", "client", "watcher"},
+    {"fake"},
     {"cli"},
     {"__main__"},
 ]
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
-#: what the sandbox may use, and who may use it
-SANDBOX_USES = {"api", "errors", "dispatch", "heap", "logs", "kubeobj", "snapshot", "mirror", "scenarios"}
-SANDBOX_USERS = {"cli", "__main__"}
+#: what the fake may use (of the watcher: its port only), and who may use it
+FAKE_USES = {"api", "errors", "dispatch", "heap", "logs", "kubeobj", "snapshot", "mirror", "watcher"}
+FAKE_USERS = {"cli", "__main__"}
+#: what the watcher's controller kit may import of the watcher besides itself
+KIT_USES = ("sidecar.watcher.kit", "sidecar.watcher.observer")
 #: layers that must stay transport-free (a watcher or an HTTP intake calls them in process)
 NO_GRPC = {"snapshot", "mirror", "repack", "scenarios", "service"}
 MAX_LINES = 400
@@ -81,10 +87,10 @@ def verdict(src: str, target: str) -> str | None:
         return None
     if dst not in LAYER_OF:
         return f"{dst} has no layer in tests/project/test_architecture.py"
-    if src == "sandbox" and dst not in SANDBOX_USES:
-        return f"the sandbox uses only {sorted(SANDBOX_USES)}"
-    if dst == "sandbox" and src not in SANDBOX_USERS:
-        return "only the CLI's demo uses the sandbox"
+    if src == "fake" and (dst not in FAKE_USES or (dst == "watcher" and not target.startswith("sidecar.watcher.kit"))):
+        return f"the fake uses only {sorted(FAKE_USES)} (of the watcher, its kit)"
+    if dst == "fake" and src not in FAKE_USERS:
+        return "only the CLI's demo uses the fake"
     if LAYER_OF[src] <= LAYER_OF[dst]:
         return f"{src} (layer {LAYER_OF[src]}) may not use {dst} (layer {LAYER_OF[dst]})"
     return None
@@ -122,14 +128,54 @@ def test_layers_import_one_way() -> None:
         ("service", "sidecar.server.config", False),
         ("client", "sidecar.server.config", False),
         ("service", "grpc", False),
-        ("sandbox", "sidecar.mirror.core", True),
-        ("sandbox", "sidecar.service", False),
-        ("watcher", "sidecar.sandbox", False),
-        ("cli", "sidecar.sandbox", True),
+        ("fake", "sidecar.mirror.core", True),
+        ("fake", "sidecar.watcher.kit.port", True),
+        ("fake", "sidecar.watcher.runner", False),
+        ("fake", "sidecar.service", False),
+        ("watcher", "sidecar.fake", False),
+        ("cli", "sidecar.fake", True),
     ],
 )
 def test_the_rule(src: str, target: str, allowed: bool) -> None:
     assert (verdict(src, target) is None) is allowed
+
+
+def test_the_controller_kit_knows_no_reconciler() -> None:
+    """``watcher/kit`` is controller-runtime's role: DryRun, Execute and the gate stand on it, never
+    the other way round (issue 36 item 2)."""
+    found = []
+    for path in (ROOT / "watcher" / "kit").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "sidecar.watcher":  # `from sidecar.watcher import x`
+                targets = [f"sidecar.watcher.{a.name}" for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                targets = [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            found += [f"{path.relative_to(ROOT.parent)}:{node.lineno} imports {t}" for t in targets
+                      if t.startswith("sidecar.watcher") and not t.startswith(KIT_USES)]  # fmt: skip
+    assert found == []
+
+
+def test_no_production_module_names_a_test_double() -> None:
+    """The retired API emulator left an annotation behind that changed how a real pod carrying it was
+    planned (issue 36); nothing in the product, Python or Go, may name a test double again."""
+    go = ROOT.parent / "go"
+    sources = [*_modules(), *(p for p in go.rglob("*.go") if "api" not in p.relative_to(go).parts[:1])]
+    named = [str(p.relative_to(ROOT.parent)) for p in sources if "sandbox" in p.read_text().lower()]
+    assert named == []
+
+
+def test_no_two_classes_share_a_name() -> None:
+    """One name, one concept: a reader who meets ``Planner`` or ``Eviction`` knows which one it is."""
+    where: dict[str, list[str]] = {}
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(str(path.relative_to(ROOT.parent)))
+    assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}
 
 
 def test_the_checker_sees_lazy_and_relative_imports() -> None:

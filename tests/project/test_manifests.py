@@ -311,7 +311,7 @@ def test_the_webhook_manifests_are_what_the_watcher_serves(overlay: list[dict[st
     the Service reaches the watcher's webhook port in the scheduler pod; the watcher's Secret name,
     configuration name and Service name are its flags' defaults."""
     from sidecar.watcher.args import WebhookFlags
-    from sidecar.watcher.gates import configuration
+    from sidecar.watcher.gate.index import configuration
 
     flags = WebhookFlags()
     objs = render("webhook")

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.k8s_fixtures import wait_for
 from tests.realcluster.launcher import RealCluster
-from tests.sandbox_fixtures import wait_for
 
 __all__ = ["wait_for"]
 

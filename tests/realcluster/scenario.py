@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from sidecar.watcher.gates import configuration
+from sidecar.watcher.gate.index import configuration
 from tests.realcluster.fixtures import items, wait_for
 from tests.realcluster.launcher import RealCluster
 from tests.realcluster.modelserving import CRD as MODELSERVING_CRD

@@ -1,8 +1,7 @@
-"""The RepackRun CRD (manifests/crd) served by the sandbox API server and by the real kube-apiserver
-(every test runs on both), driven with kubectl and the official client as a user and the watcher
-would: the guide's runs apply, kubectl prints and explains them, every rule of the spec is refused
-with a 422 naming its field, the spec is immutable and the status subresource writes status only
-(fields the controller adds are kept).
+"""The RepackRun CRD (manifests/crd) served by the real kube-apiserver, driven with kubectl and the
+official client as a user and the watcher would: the guide's runs apply, kubectl prints and explains
+them, every rule of the spec is refused with a 422 naming its field, the spec is immutable and the
+status subresource writes status only (fields the controller adds are kept).
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from sidecar.sandbox.apiserver import ApiServer
 from tests.realcluster.launcher import RealCluster
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
@@ -95,19 +93,9 @@ CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "repack.volcan
 
 
 @pytest.fixture
-def server() -> Iterator[ApiServer]:
-    with ApiServer(history=50, bookmark_every=0.2) as s:
-        s.load([])  # the project's CRDs, from manifests/crd
-        yield s
-
-
-@pytest.fixture(params=["sandbox", pytest.param("real", marks=pytest.mark.realcluster)])
-def kubeconfig(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    """The sandbox's kubeconfig, or the real cluster's with the CRD applied and no RepackRun left."""
-    if request.param == "sandbox":
-        server: ApiServer = request.getfixturevalue("server")
-        return server.kubeconfig(tmp_path / "kubeconfig")
-    cluster: RealCluster = request.getfixturevalue("real_cluster")
+def kubeconfig(real_cluster: RealCluster) -> Path:
+    """The real cluster's kubeconfig, with the CRD applied and no RepackRun left."""
+    cluster = real_cluster
     cluster.kubectl("apply", "-f", str(CRD))
     cluster.wait_established("repackruns.repack.volcano.sh")
     cluster.kubectl("delete", "repackruns", "--all", "--wait=true")

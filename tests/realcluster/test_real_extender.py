@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubernetes import config
 
 from sidecar.api.sessions import LATEST
 from sidecar.api.v1alpha1 import service_pb2, snapshot_pb2, spec_pb2
@@ -25,7 +24,8 @@ from sidecar.client import RepackClient
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import ServerConfig
 from sidecar.service import RepackService
-from sidecar.watcher.cluster import read_cluster
+from sidecar.watcher.kit.cache import read_cluster
+from sidecar.watcher.kit.kube import connect
 from tests.realcluster.fixtures import wait_for
 from tests.realcluster.launcher import SCHEDULER_CONF, RealCluster
 from tests.realcluster.scenario import NPU, Scenario
@@ -88,11 +88,11 @@ Answers = tuple[
 
 def informer_view(real_cluster: RealCluster, service: RepackService) -> snapshot_pb2.Snapshot:
     """The watcher's informer view of the cluster, once ``latest`` is a session published after it."""
-    api = config.new_client_from_config(str(real_cluster.kubeconfig))
+    cluster = connect(str(real_cluster.kubeconfig))
     try:
-        informers = read_cluster(api, name="informers")
+        informers = read_cluster(cluster, name="informers")
     finally:
-        api.close()
+        cluster.close()
     read_at = time.time()
     wait_for(lambda: (service.session_age() or 1e9) < time.time() - read_at or None, 10,
              why="a session published after the informer read")  # fmt: skip

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from tests.realcluster.scenario import WATCHER, Scenario, execute_run
 
 pytestmark = pytest.mark.realcluster
 GUIDE = Path(__file__).resolve().parent / "guide"
+ROOT = Path(__file__).resolve().parents[2]
 FAST_LEASE = ("--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5")
 
 
@@ -49,6 +52,21 @@ def _dryrun(name: str, **spec: Any) -> dict[str, Any]:
     return dict(run)
 
 
+def test_watch_once_plans_every_unfinished_run_and_exits(
+    real_cluster: RealCluster, kubeconfig: Path, tmp_path: Path
+) -> None:
+    """``watch --once`` as an operator runs it (the shipped command, its ServiceAccount): one pass over
+    the unfinished runs, a line per run it moved, exit 0."""
+    s = Scenario(real_cluster, tmp_path, "default")
+    s.add_nodes(("once-1",), pool="once")
+    s.apply(_dryrun("once-dryrun"))
+    argv = [sys.executable, "-m", "sidecar", "watch", "--kubeconfig", str(kubeconfig), "--in-process", "--once"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["repackrun/once-dryrun Succeeded"], done.stdout
+    assert s.run("once-dryrun")["status"]["phase"] == "Succeeded"
+
+
 def test_lease_one_leader_and_a_successor_when_it_dies(
     real_cluster: RealCluster, kubeconfig: Path, tmp_path: Path
 ) -> None:
@@ -72,7 +90,12 @@ def test_lease_one_leader_and_a_successor_when_it_dies(
         assert s.finished("lease-after")["status"]["phase"] == "Succeeded"
     finally:
         first.stop()
-        second.stop()
+        second.stop()  # SIGTERM: it stops leading, releases the Lease and exits 0
+    assert second.proc is not None and second.proc.returncode == 0, second.tail()
+    holder = s.kubectl(
+        "get", "lease", "repack-watcher", "-n", "volcano-system", "-o", "jsonpath={.spec.holderIdentity}"
+    )
+    assert holder == "", f"released on SIGTERM, still held by {holder}"
     leases = [e for e in real_cluster.audit() if e.get("objectRef", {}).get("resource") == "leases"
               and e["user"]["username"] == WATCHER]  # fmt: skip
     assert leases and {e["objectRef"]["namespace"] for e in leases} == {"volcano-system"}

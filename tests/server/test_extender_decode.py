@@ -9,7 +9,7 @@ import pytest
 
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.errors import InputError
-from sidecar.sandbox.objects import objects_from_snapshot
+from sidecar.fake.objects import objects_from_snapshot
 from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.scenarios.volcano_session import BARE, MASTER, V1_13, V1_14, Release, session_body, session_dict
 from sidecar.service import Deadline, RepackService

@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
 from sidecar.client import MIB, client_options
-from sidecar.sandbox.objects import objects_from_snapshot
+from sidecar.fake.objects import objects_from_snapshot
 from sidecar.scenarios.volcano_session import MASTER, check_bodies, session_dict
 from sidecar.server import servicer
 from sidecar.server.background import BackgroundServer

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bench import fidelity as F
+from sidecar.fake.objects import objects_from_snapshot
 from sidecar.mirror.conf import DEFAULT_CONF
-from sidecar.sandbox.objects import objects_from_snapshot
 from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.snapshot import taskstatus as ts
 from sidecar.snapshot.forms import to_rows

@@ -23,7 +23,7 @@ import orjson
 import pytest
 
 from sidecar.api.v1alpha1 import service_pb2
-from sidecar.sandbox.objects import objects_from_snapshot
+from sidecar.fake.objects import objects_from_snapshot
 from sidecar.scenarios.volcano_session import MASTER, check_bodies, session_dict
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import ServerConfig

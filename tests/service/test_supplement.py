@@ -1,29 +1,30 @@
 """Supplement: the watcher's namespaces and PDBs merged into a session pushed by Volcano's extender
-(whose onSessionOpen body carries neither), so Plan on ``latest`` honours PDBs."""
+(whose onSessionOpen body carries neither), so Plan on ``latest`` honours PDBs — pushed by the
+watcher's informers on the fake cluster port, and by ``watch`` itself."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import grpc
 import pytest
-from kubernetes import client, config
 
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc, snapshot_pb2
 from sidecar.client import MIB, RepackClient, client_options
-from sidecar.sandbox.apiserver import ApiServer
+from sidecar.fake.cluster import FakeCluster
+from sidecar.fake.objects import objects_from_snapshot
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import ServerConfig
 from sidecar.service import Deadline, RepackService
 from sidecar.service.supplement import merged
 from sidecar.snapshot.io import load_repack_spec, load_snapshot
+from sidecar.watcher import runner
 from sidecar.watcher.args import WatchOptions
-from sidecar.watcher.cluster import ClusterCache
-from sidecar.watcher.informer import Backoff
-from sidecar.watcher.runner import watch
+from sidecar.watcher.kit.cache import ClusterCache
+from sidecar.watcher.kit.informer import Backoff
+from sidecar.watcher.kit.port import PDBS
 from sidecar.watcher.supplement import SupplementPusher
 from tests.extender_fixtures import open_guide_session
 
@@ -159,7 +160,8 @@ def sidecar() -> Iterator[BackgroundServer]:
 
 def test_extender_session_then_supplement_over_grpc(sidecar: BackgroundServer) -> None:
     open_guide_session(sidecar)
-    rpc = service_pb2_grpc.RepackStub(grpc.insecure_channel(sidecar.target, options=client_options(64 * MIB)))
+    channel = grpc.insecure_channel(sidecar.target, options=client_options(64 * MIB))
+    rpc = service_pb2_grpc.RepackStub(channel)  # type: ignore[no-untyped-call]
     request = service_pb2.PlanRequest(session_id="latest", spec=load_repack_spec(SPEC))
     before = rpc.Plan(request, timeout=30)
     with RepackClient(sidecar.target) as client:
@@ -182,26 +184,39 @@ def _wait(condition: Callable[[], bool], timeout: float = 15.0) -> bool:
     return condition()
 
 
-def test_the_watcher_pushes_a_pdb_created_in_the_sandbox(sidecar: BackgroundServer, tmp_path: Path) -> None:
+def guide_cluster() -> FakeCluster:
+    cluster = FakeCluster(history=50, bookmark_every=0.2)
+    cluster.load(objects_from_snapshot(load_snapshot(GUIDE)))
+    return cluster
+
+
+def create_training_pdb(cluster: FakeCluster) -> None:
+    """The PDB as a person applies it, then its status as the disruption controller keeps it (both
+    workers healthy, minAvailable 2: none may go)."""
+    body = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "training", "namespace": "repack-demo"},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": TRAINING}},
+    }
+    created = cluster.create(PDBS, body)
+    status = {"expectedPods": 2, "currentHealthy": 2, "desiredHealthy": 2, "disruptionsAllowed": 0}
+    cluster.replace(PDBS, {**created, "status": status}, status=True)
+
+
+def test_the_watcher_pushes_a_pdb_created_in_the_cluster(sidecar: BackgroundServer) -> None:
     open_guide_session(sidecar)
     spec = load_repack_spec(SPEC)
-    with ApiServer(history=50, bookmark_every=0.2) as api, RepackClient(sidecar.target) as planner:
-        api.load(load_snapshot(GUIDE))
-        k8s = config.new_client_from_config(str(api.kubeconfig(tmp_path / "kubeconfig")))
-        cache = ClusterCache(k8s, backoff=Backoff(initial=0.05, cap=0.5)).start()
+    cluster = guide_cluster()
+    with RepackClient(sidecar.target) as planner:
+        cache = ClusterCache(cluster, backoff=Backoff(initial=0.05, cap=0.5)).start()
         pusher = SupplementPusher(planner, cache, period=0.2).start()
         try:
             assert _wait(lambda: pusher.pushed >= 1)
             before = planner.plan(service_pb2.PlanRequest(session_id="latest", spec=spec))
             assert TRAINING_GROUP in moved(before.status)
             pushed = pusher.pushed
-            body = {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": "training", "namespace": "repack-demo"},
-                "spec": {"minAvailable": 2, "selector": {"matchLabels": TRAINING}},
-            }
-            client.PolicyV1Api(k8s).create_namespaced_pod_disruption_budget("repack-demo", body)
+            create_training_pdb(cluster)
             assert _wait(lambda: pusher.pushed > pushed)
 
             def honoured() -> bool:
@@ -212,29 +227,22 @@ def test_the_watcher_pushes_a_pdb_created_in_the_sandbox(sidecar: BackgroundServ
         finally:
             pusher.stop()
             cache.stop()
-            k8s.close()  # type: ignore[no-untyped-call]
 
 
-def test_watch_with_a_sidecar_pushes_pdbs(sidecar: BackgroundServer, tmp_path: Path) -> None:
-    """``watch`` (the CLI's ``--sidecar`` wiring) starts the pusher; a PDB created later reaches ``latest``."""
+def test_watch_with_a_sidecar_pushes_pdbs(sidecar: BackgroundServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``watch`` (the CLI's ``--sidecar`` wiring) starts the pusher; a PDB created later reaches
+    ``latest``. Its cluster is the fake (the kubeconfig is the real control plane's)."""
     open_guide_session(sidecar)
     spec = load_repack_spec(SPEC)
     stop = threading.Event()
-    with ApiServer(history=50, bookmark_every=0.2) as api, RepackClient(sidecar.target) as planner:
-        api.load(load_snapshot(GUIDE))
-        kubeconfig = str(api.kubeconfig(tmp_path / "kubeconfig"))
-        options = WatchOptions(kubeconfig=kubeconfig, period=0.2, leader_elect=False)
-        thread = threading.Thread(target=watch, args=(options, planner), kwargs={"stop": stop}, daemon=True)
+    cluster = guide_cluster()
+    monkeypatch.setattr(runner, "connect", lambda kubeconfig, retries=True: cluster)
+    with RepackClient(sidecar.target) as planner:
+        options = WatchOptions(kubeconfig="fake", period=0.2, leader_elect=False)
+        thread = threading.Thread(target=runner.watch, args=(options, planner), kwargs={"stop": stop}, daemon=True)
         thread.start()
-        k8s = config.new_client_from_config(kubeconfig)
         try:
-            body = {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": "training", "namespace": "repack-demo"},
-                "spec": {"minAvailable": 2, "selector": {"matchLabels": TRAINING}},
-            }
-            client.PolicyV1Api(k8s).create_namespaced_pod_disruption_budget("repack-demo", body)
+            create_training_pdb(cluster)
 
             def honoured() -> bool:
                 plan = planner.plan(service_pb2.PlanRequest(session_id="latest", spec=spec))
@@ -244,5 +252,4 @@ def test_watch_with_a_sidecar_pushes_pdbs(sidecar: BackgroundServer, tmp_path: P
         finally:
             stop.set()
             thread.join(30)
-            k8s.close()  # type: ignore[no-untyped-call]
         assert not thread.is_alive()

@@ -18,8 +18,8 @@ from google.protobuf import json_format
 
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.fake.objects import objects_from_snapshot
 from sidecar.repack.cost import GangState
-from sidecar.sandbox.objects import objects_from_snapshot
 from sidecar.scenarios.volcano_session import MASTER, check_bodies, session_dict
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import ServerConfig
@@ -59,7 +59,7 @@ def sidecar() -> Iterator[BackgroundServer]:
 
 
 def test_every_grpc_answer_carries_the_warnings(sidecar: BackgroundServer) -> None:
-    stub = service_pb2_grpc.RepackStub(grpc.insecure_channel(sidecar.target))
+    stub = service_pb2_grpc.RepackStub(grpc.insecure_channel(sidecar.target))  # type: ignore[no-untyped-call]
     snap = dangling()
     spec = plan_spec()
     inline = [

@@ -1,15 +1,15 @@
-"""The event-driven controller on the sandbox API server: a DryRun applied after start is reconciled at once
-(not after a period), Pod events wake unfinished Execute runs, a resync moves runs without events, one
-failing run does not stop the others, a controller that does not hold the Lease does nothing, and the
-``watch`` command: ``--once`` against ``sandbox serve``, SIGTERM releasing the Lease, a missing cluster."""
+"""The event-driven controller on the fake cluster port, wired as ``watch`` wires it (Execute's event
+maps): a DryRun applied after start is reconciled at once (not after a period), Pod events wake the
+unfinished Execute runs whose journal names the pod, a resync moves runs without events, one failing run
+does not stop the others, each pass starts from the version the last one wrote, a controller that does
+not hold the Lease does nothing, and ``watch`` itself (its cluster the fake): SIGTERM stops it and
+releases the Lease; a missing cluster; the in-cluster config."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -19,40 +19,46 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client, config
-from kubernetes.client import ApiException
 
+from sidecar import logs
 from sidecar.cli import main
-from sidecar.sandbox.apiserver import ApiServer
-from sidecar.watcher.cluster import ClusterCache
-from sidecar.watcher.controller import Controller, PodIndex, Reconciler, dry_run, is_execute, unfinished
-from sidecar.watcher.informer import Backoff
-from sidecar.watcher.lease import LeaderElector, LeaseConfig, micro_time
-from sidecar.watcher.planner import InProcessPlanner
-from sidecar.watcher.requeue import Reconciled
-from sidecar.watcher.status import GROUP, PLURAL, VERSION, phase_of
-from sidecar.watcher.workqueue import WorkQueue
-from tests.execute_fixtures import GUIDE
-from tests.sandbox_fixtures import pod, serving, wait_for
+from sidecar.fake.cluster import FakeCluster
+from sidecar.watcher import runner
+from sidecar.watcher.args import LeaseFlags, WatchOptions
+from sidecar.watcher.dryrun import dry_run
+from sidecar.watcher.execute.events import ExecuteEvents, JournalPods, is_execute
+from sidecar.watcher.kit.cache import ClusterCache
+from sidecar.watcher.kit.controller import Controller, Mapper, Reconciler, unfinished
+from sidecar.watcher.kit.informer import Backoff, Informer
+from sidecar.watcher.kit.lease import LeaderElector, LeaseConfig, micro_time
+from sidecar.watcher.kit.port import LEASES, PODS, REPACKRUNS, ApiError
+from sidecar.watcher.kit.requeue import Reconciled
+from sidecar.watcher.kit.status import phase_of
+from sidecar.watcher.kit.workqueue import WorkQueue
+from sidecar.watcher.sidecarport import InProcessSidecar
+from tests.k8s_fixtures import pod, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 DRYRUN = yaml.safe_load((ROOT / "sidecar" / "data" / "guide-ascend-dryrun.yaml").read_text())
 NAME = DRYRUN["metadata"]["name"]
 FAST = Backoff(initial=0.05, cap=0.5)
-LEASE = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1}
+LEASE: dict[str, Any] = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1}
 
 
-def runs(k8s: client.ApiClient) -> client.CustomObjectsApi:
-    return client.CustomObjectsApi(k8s)
-
-
-def create_run(k8s: client.ApiClient, name: str = NAME, mode: str = "DryRun") -> None:
+def create_run(cluster: FakeCluster, name: str = NAME, mode: str = "DryRun") -> None:
     body = {**DRYRUN, "metadata": {"name": name}, "spec": {**DRYRUN["spec"], "mode": mode}}
-    runs(k8s).create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
+    cluster.create(REPACKRUNS, body)
 
 
-def phase(k8s: client.ApiClient, name: str = NAME) -> str:
-    return phase_of(runs(k8s).get_cluster_custom_object(GROUP, VERSION, PLURAL, name))
+def read_run(cluster: FakeCluster, name: str = NAME) -> dict[str, Any]:
+    found = cluster.get(REPACKRUNS, name)
+    assert found is not None, f"no RepackRun {name}"
+    return found
+
+
+def phase(cluster: FakeCluster, name: str = NAME) -> str:
+    """The run's phase as stored (read without a call: the audit stays the watcher's)."""
+    return phase_of(cluster.find(REPACKRUNS, name) or {})
 
 
 class Recorder:
@@ -79,81 +85,99 @@ class Recorder:
             return self.calls.count(name)
 
 
-@pytest.fixture
-def controllers(k8s: client.ApiClient) -> Iterator[Callable[..., Controller]]:
-    """Started controllers (cache + worker, no election), stopped after the test."""
-    made: list[Controller] = []
+class Controllers:
+    """Started controllers (cache + worker, no election) with Execute's event maps, as ``watch`` builds
+    them (``runner.build_controller``); stopped after the test."""
 
-    def make(reconcilers: list[Reconciler], period: float = 30.0, sync_period: float = 60.0) -> Controller:
-        cache = ClusterCache(k8s, backoff=FAST)
-        c = Controller(k8s, reconcilers, cache=cache, period=period, sync_period=sync_period, backoff=FAST)
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster = cluster
+        self.made: list[tuple[Controller, list[tuple[Informer, Mapper]]]] = []
+
+    def __call__(self, reconcilers: list[Reconciler], period: float = 30.0, sync_period: float = 60.0) -> Controller:
+        cache = ClusterCache(self.cluster, backoff=FAST)
+        maps = ExecuteEvents.maps(cache)
+        c = Controller(
+            self.cluster, reconcilers, cache=cache, period=period, sync_period=sync_period, backoff=FAST, maps=maps
+        )
         cache.start()
         c.start_leading()
         assert cache.wait_for_sync(10)
-        made.append(c)
+        self.made.append((c, maps))
         return c
 
-    yield make
-    for c in made:
-        c.stop_leading()
-        c.cache.stop()
+    def runs_of_pod(self, controller: Controller, obj: dict[str, Any]) -> list[str]:
+        """The runs the controller's Pod map names for an event of ``obj``."""
+        maps = next(m for c, m in self.made if c is controller)
+        return [
+            name for informer, mapper in maps if informer is controller.cache.pods for name in mapper("MODIFIED", obj)
+        ]
+
+    def stop(self) -> None:
+        for c, _ in self.made:
+            c.stop_leading()
+            c.cache.stop()
+
+
+@pytest.fixture
+def controllers(cluster: FakeCluster) -> Iterator[Controllers]:
+    made = Controllers(cluster)
+    yield made
+    made.stop()
 
 
 def test_a_dryrun_applied_after_start_is_reconciled_without_waiting_for_a_period(
-    api: ApiServer, k8s: client.ApiClient, controllers: Callable[..., Controller]
+    cluster: FakeCluster, controllers: Controllers
 ) -> None:
-    controllers([dry_run(k8s, InProcessPlanner())], period=60.0)
+    controllers([dry_run(cluster, InProcessSidecar())], period=60.0)
     time.sleep(0.3)  # the start-up resync is over: only an event can bring the run in now
     started = time.monotonic()
-    create_run(k8s)
-    wait_for(lambda: phase(k8s) == "Succeeded", timeout=10)
+    create_run(cluster)
+    wait_for(lambda: phase(cluster) == "Succeeded", timeout=10)
     assert time.monotonic() - started < 10  # ≪ the 60 s period
     time.sleep(0.3)
     # its own status events (Pending, Running) wake the run again, but the cache already shows it
     # finished: no second plan from a stale copy, no conflicting write
-    writes = [r.code for r in api.audit.records("update", "repackruns") if r.subresource == "status"]
+    writes = [r.code for r in cluster.audit.records("update", "repackruns") if r.subresource == "status"]
     assert writes == [200, 200, 200]
 
 
-def test_the_start_up_resync_picks_up_runs_created_before(
-    k8s: client.ApiClient, controllers: Callable[..., Controller]
-) -> None:
-    create_run(k8s)
-    controllers([dry_run(k8s, InProcessPlanner())], period=60.0)
-    wait_for(lambda: phase(k8s) == "Succeeded", timeout=10)
+def test_the_start_up_resync_picks_up_runs_created_before(cluster: FakeCluster, controllers: Controllers) -> None:
+    create_run(cluster)
+    controllers([dry_run(cluster, InProcessSidecar())], period=60.0)
+    wait_for(lambda: phase(cluster) == "Succeeded", timeout=10)
 
 
-def journal_naming(k8s: client.ApiClient, name: str, pod_name: str) -> None:
+def journal_naming(cluster: FakeCluster, name: str, pod_name: str) -> None:
     """Make ``name`` a Running Execute run whose journal holds one relocation of default/``pod_name``."""
-    create_run(k8s, name, mode="Execute")
-    run = runs(k8s).get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+    create_run(cluster, name, mode="Execute")
+    run = read_run(cluster, name)
     relocation = {"namespace": "default", "victimPodName": pod_name, "fromNodeName": "a", "plannedNodeName": "b"}
     run["status"] = {"phase": "Running", "relocations": [relocation]}
-    runs(k8s).replace_cluster_custom_object_status(GROUP, VERSION, PLURAL, name, run)
+    cluster.replace(REPACKRUNS, run, status=True)
 
 
 def test_pod_events_wake_the_execute_runs_whose_journal_names_the_pod(
-    k8s: client.ApiClient, controllers: Callable[..., Controller]
+    cluster: FakeCluster, controllers: Controllers
 ) -> None:
     """A pod's event maps to the runs waiting for it (controller-runtime's owner mapping), not to
     every unfinished run."""
     execute = Recorder(is_execute, lambda name: None)  # never finishes: waits for rebuilt pods
     controller = controllers([execute], period=60.0)
-    journal_naming(k8s, "exec", "worker-0")
-    journal_naming(k8s, "other", "worker-9")
-    wait_for(lambda: controller.pods.runs(pod("worker-0")) == ["exec"] and execute.count("other") >= 1)
+    journal_naming(cluster, "exec", "worker-0")
+    journal_naming(cluster, "other", "worker-9")
+    wait_for(lambda: controllers.runs_of_pod(controller, pod("worker-0")) == ["exec"] and execute.count("other") >= 1)
     time.sleep(0.3)
     before, other = execute.count("exec"), execute.count("other")
-    client.CoreV1Api(k8s).create_namespaced_pod("default", pod("worker-0"))  # the rebuilt replacement
+    cluster.create(PODS, pod("worker-0"))  # the rebuilt replacement
     wait_for(lambda: execute.count("exec") > before)
-    client.CoreV1Api(k8s).create_namespaced_pod("default", pod("unrelated"))
+    cluster.create(PODS, pod("unrelated"))
     time.sleep(0.5)
     assert execute.count("other") == other, "no pod of its journal changed"
 
 
 def test_a_finished_runs_pods_are_dropped_from_the_index() -> None:
-    index = PodIndex()
-    run = {"metadata": {"name": "r"}, "spec": {"mode": "Execute"}, "status": {"phase": "Running"}}
+    index = JournalPods()
+    run: dict[str, Any] = {"metadata": {"name": "r"}, "spec": {"mode": "Execute"}, "status": {"phase": "Running"}}
     run["status"]["relocations"] = [{"namespace": "ml", "victimPodName": "w-0"}]
     index.update(run)
     assert index.runs(pod("w-0", namespace="ml")) == ["r"]
@@ -164,65 +188,59 @@ def test_a_finished_runs_pods_are_dropped_from_the_index() -> None:
     assert index.runs(pod("w-0", namespace="ml")) == []
 
 
-def test_a_requeue_delay_brings_the_run_back_without_events(
-    k8s: client.ApiClient, controllers: Callable[..., Controller]
-) -> None:
+def test_a_requeue_delay_brings_the_run_back_without_events(cluster: FakeCluster, controllers: Controllers) -> None:
     waiting = Recorder(unfinished, lambda name: None, requeue=0.2)  # e.g. a cooldown: time passes
     controllers([waiting], period=60.0, sync_period=60.0)
-    create_run(k8s, "cooling")
+    create_run(cluster, "cooling")
     wait_for(lambda: waiting.count("cooling") >= 4, timeout=5)
 
 
-def test_the_safety_resync_queues_every_wanted_run(
-    k8s: client.ApiClient, controllers: Callable[..., Controller]
-) -> None:
+def test_the_safety_resync_queues_every_wanted_run(cluster: FakeCluster, controllers: Controllers) -> None:
     quiet = Recorder(unfinished, lambda name: None)  # asks for nothing: only the resync brings it back
     controllers([quiet], period=60.0, sync_period=0.2)
-    create_run(k8s, "forgotten")
+    create_run(cluster, "forgotten")
     wait_for(lambda: quiet.count("forgotten") >= 4, timeout=5)
 
 
 def test_a_held_execute_run_is_woken_when_another_execute_run_changes(
-    k8s: client.ApiClient, controllers: Callable[..., Controller]
+    cluster: FakeCluster, controllers: Controllers
 ) -> None:
     seen = Recorder(is_execute, lambda name: None)
     controllers([seen], period=60.0)
-    create_run(k8s, "held", mode="Execute")
+    create_run(cluster, "held", mode="Execute")
     wait_for(lambda: seen.count("held") >= 1)
     time.sleep(0.3)
     before = seen.count("held")
-    journal_naming(k8s, "holder", "w-1")  # another Execute run moves: the held one may be admitted
+    journal_naming(cluster, "holder", "w-1")  # another Execute run moves: the held one may be admitted
     wait_for(lambda: seen.count("held") > before)
 
 
 def test_a_failing_run_is_retried_with_backoff_and_never_stops_the_others(
-    k8s: client.ApiClient, controllers: Callable[..., Controller]
+    cluster: FakeCluster, controllers: Controllers
 ) -> None:
     attempts: Counter[str] = Counter()
 
     def answer(name: str) -> str | None:
         attempts[name] += 1
         if name == "bad" and attempts[name] <= 3:
-            raise ApiException(status=503, reason="Service Unavailable")
+            raise ApiError(503, "Service Unavailable")
         return None
 
     recorder = Recorder(lambda run: True, answer)
     controller = controllers([recorder], period=60.0)
-    create_run(k8s, "bad")
-    create_run(k8s, "good")
+    create_run(cluster, "bad")
+    create_run(cluster, "good")
     wait_for(lambda: attempts["good"] >= 1 and attempts["bad"] >= 4, timeout=10)
     wait_for(lambda: controller.queue.failures("bad") == 0)  # forgotten once it went through
     assert attempts["good"] == 1
 
 
-def test_every_reconciler_that_wants_a_run_gets_it_fresh(
-    k8s: client.ApiClient, controllers: Callable[..., Controller]
-) -> None:
+def test_every_reconciler_that_wants_a_run_gets_it_fresh(cluster: FakeCluster, controllers: Controllers) -> None:
     seen: list[tuple[str, str]] = []
 
     class Mutating:
         def wants(self, run: dict[str, Any]) -> bool:
-            return run["metadata"]["name"] == "shared"
+            return bool(run["metadata"]["name"] == "shared")
 
         def reconcile(self, run: dict[str, Any]) -> Reconciled:
             seen.append(("first", phase_of(run)))
@@ -235,7 +253,7 @@ def test_every_reconciler_that_wants_a_run_gets_it_fresh(
             return Reconciled()
 
     controller = controllers([Mutating(), Second()], period=60.0)
-    create_run(k8s, "shared")
+    create_run(cluster, "shared")
     wait_for(lambda: len(seen) >= 2)
     assert seen[:2] == [("first", ""), ("second", "")]
     assert phase_of(controller.cache.runs.get("shared") or {}) == ""
@@ -245,8 +263,8 @@ class Counting:
     """Each pass writes twice, then status.result.passes + 1, each write with the resourceVersion it holds
     (a pass started from a stale copy gets a 409)."""
 
-    def __init__(self, k8s: client.ApiClient, upto: int) -> None:
-        self.custom, self.upto = client.CustomObjectsApi(k8s), upto
+    def __init__(self, cluster: FakeCluster, upto: int) -> None:
+        self.cluster, self.upto = cluster, upto
         self.seen: list[int] = []
 
     @staticmethod
@@ -260,58 +278,58 @@ class Counting:
         self.seen.append(self.passes(run))
         for step in ("journal", "done"):  # two writes a pass, as a journal step and its outcome
             status = {"phase": "Running", "result": {"passes": self.passes(run) + (step == "done"), "step": step}}
-            run = self.custom.replace_cluster_custom_object_status(
-                GROUP, VERSION, PLURAL, "counter", {**run, "status": status}
-            )
+            run = self.cluster.replace(REPACKRUNS, {**run, "status": status}, status=True)
         return Reconciled("Running")  # the same phase every pass: only the resourceVersion tells the copies apart
 
 
-def test_each_pass_starts_from_the_version_the_last_one_wrote(
-    api: ApiServer, k8s: client.ApiClient, controllers: Callable[..., Controller]
-) -> None:
-    counting = Counting(k8s, upto=5)
+def test_each_pass_starts_from_the_version_the_last_one_wrote(cluster: FakeCluster, controllers: Controllers) -> None:
+    counting = Counting(cluster, upto=5)
     controllers([counting], period=60.0)
-    create_run(k8s, "counter")
+    create_run(cluster, "counter")
     wait_for(lambda: counting.seen[-1:] == [4])  # each write's own event brings the run back at once
     assert counting.seen == [0, 1, 2, 3, 4]  # never a stale copy: no pass repeated, no 409
-    assert {r.code for r in api.audit.records("update", "repackruns")} == {200}
+    assert {r.code for r in cluster.audit.records("update", "repackruns")} == {200}
 
 
-def test_finished_runs_a_reconciler_wants_are_resynced_too(
-    k8s: client.ApiClient, controllers: Callable[..., Controller]
-) -> None:
+def test_finished_runs_a_reconciler_wants_are_resynced_too(cluster: FakeCluster, controllers: Controllers) -> None:
     finished = Recorder(lambda run: not unfinished(run), lambda name: None)  # e.g. TTL: deletes when due
     controllers([finished], period=60.0, sync_period=0.2)
-    create_run(k8s, "done")
-    run = runs(k8s).get_cluster_custom_object(GROUP, VERSION, PLURAL, "done")
+    create_run(cluster, "done")
+    run = read_run(cluster, "done")
     run["status"] = {"phase": "Succeeded"}
-    runs(k8s).replace_cluster_custom_object_status(GROUP, VERSION, PLURAL, "done", run)
+    cluster.replace(REPACKRUNS, run, status=True)
     wait_for(lambda: finished.count("done") >= 3, timeout=5)
 
 
 def test_an_api_outage_on_status_writes_is_retried_until_the_run_succeeds(
-    api: ApiServer, k8s: client.ApiClient, controllers: Callable[..., Controller]
+    cluster: FakeCluster, controllers: Controllers
 ) -> None:
-    api.faults.fail("update", "repackruns", 503, times=3, subresource="status")
-    controllers([dry_run(k8s, InProcessPlanner())], period=60.0)
-    create_run(k8s)
-    wait_for(lambda: phase(k8s) == "Succeeded", timeout=15)
-    assert api.faults.pending() == 0
+    cluster.faults.fail("update", "repackruns", 503, times=3, subresource="status")
+    controllers([dry_run(cluster, InProcessSidecar())], period=60.0)
+    create_run(cluster)
+    wait_for(lambda: phase(cluster) == "Succeeded", timeout=15)
+    assert cluster.faults.pending() == 0
 
 
-def held_lease(k8s: client.ApiClient, holder: str = "someone-else") -> None:
+def held_lease(cluster: FakeCluster, holder: str = "someone-else") -> None:
     now = micro_time(time.time())
-    body = {"metadata": {"name": "repack-watcher", "namespace": "default"}}
+    body: dict[str, Any] = {"metadata": {"name": "repack-watcher", "namespace": "default"}}
     body["spec"] = {"holderIdentity": holder, "leaseDurationSeconds": 3600, "renewTime": now, "acquireTime": now}
-    client.CoordinationV1Api(k8s).create_namespaced_lease("default", body)
+    cluster.create(LEASES, body)
 
 
-def test_a_controller_without_the_lease_does_nothing_until_it_gets_it(api: ApiServer, k8s: client.ApiClient) -> None:
-    held_lease(k8s)
-    cache = ClusterCache(k8s, backoff=FAST)
-    controller = Controller(k8s, [dry_run(k8s, InProcessPlanner())], cache=cache, period=0.1, backoff=FAST)
+def the_lease(cluster: FakeCluster) -> dict[str, Any]:
+    found = cluster.get(LEASES, "repack-watcher", "default")
+    assert found is not None, "no Lease"
+    return found
+
+
+def test_a_controller_without_the_lease_does_nothing_until_it_gets_it(cluster: FakeCluster) -> None:
+    held_lease(cluster)
+    cache = ClusterCache(cluster, backoff=FAST)
+    controller = Controller(cluster, [dry_run(cluster, InProcessSidecar())], cache=cache, period=0.1, backoff=FAST)
     elector = LeaderElector(
-        k8s,
+        cluster,
         LeaseConfig(identity="me", **LEASE),
         on_started_leading=controller.start_leading,
         on_stopped_leading=controller.stop_leading,
@@ -320,31 +338,29 @@ def test_a_controller_without_the_lease_does_nothing_until_it_gets_it(api: ApiSe
     elector.start()
     try:
         assert cache.wait_for_sync(10)
-        create_run(k8s)
+        create_run(cluster)
         time.sleep(1.0)  # many periods and retries: nothing may happen while another holds the Lease
-        assert phase(k8s) == "" and not elector.is_leader()
-        assert not api.audit.records("update", "repackruns")
-        leases = client.CoordinationV1Api(k8s)
-        held = json.loads(leases.read_namespaced_lease("repack-watcher", "default", _preload_content=False).data)
+        assert phase(cluster) == "" and not elector.is_leader()
+        assert not cluster.audit.records("update", "repackruns")
+        held = the_lease(cluster)
         held["spec"].pop("holderIdentity")  # the other holder releases it
-        leases.replace_namespaced_lease("repack-watcher", "default", held)
-        wait_for(lambda: phase(k8s) == "Succeeded", timeout=10)
+        cluster.replace(LEASES, held)
+        wait_for(lambda: phase(cluster) == "Succeeded", timeout=10)
         assert elector.is_leader()
     finally:
         elector.stop()
         cache.stop()
-    lease = json.loads(leases.read_namespaced_lease("repack-watcher", "default", _preload_content=False).data)
-    assert "holderIdentity" not in lease["spec"]  # released on stop
+    assert "holderIdentity" not in the_lease(cluster)["spec"]  # released on stop
 
 
-def test_two_controllers_reconcile_each_run_once(k8s: client.ApiClient) -> None:
+def test_two_controllers_reconcile_each_run_once(cluster: FakeCluster) -> None:
     stacks = []
     for who in ("a", "b"):
         recorder = Recorder(unfinished, lambda name: None)
-        cache = ClusterCache(k8s, backoff=FAST)
-        controller = Controller(k8s, [recorder], cache=cache, period=60.0, backoff=FAST)
+        cache = ClusterCache(cluster, backoff=FAST)
+        controller = Controller(cluster, [recorder], cache=cache, period=60.0, backoff=FAST)
         elector = LeaderElector(
-            k8s,
+            cluster,
             LeaseConfig(identity=who, **LEASE),
             on_started_leading=controller.start_leading,
             on_stopped_leading=controller.stop_leading,
@@ -354,7 +370,7 @@ def test_two_controllers_reconcile_each_run_once(k8s: client.ApiClient) -> None:
         elector.start()
     try:
         wait_for(lambda: any(e.is_leader() for _, _, e in stacks))
-        create_run(k8s, "only-once")
+        create_run(cluster, "only-once")
         wait_for(lambda: sum(r.count("only-once") for r, _, _ in stacks) >= 1)
         time.sleep(0.5)
         assert sorted(r.count("only-once") for r, _, _ in stacks) == [0, 1]
@@ -400,48 +416,42 @@ def test_a_name_waits_for_one_delayed_add_the_earliest() -> None:
     assert len(q) == 0 and q.get(0.1) is None  # the replaced 30 s entry does not come back
 
 
-def test_watch_once_against_sandbox_serve(tmp_path: Path) -> None:
-    path = tmp_path / "kubeconfig"
-    with serving("--port", "0", "--kubeconfig", str(path), "--load", str(GUIDE)):
-        k8s = config.new_client_from_config(str(path))
+def test_watch_runs_until_sigterm_then_releases_the_lease(
+    cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``watch`` with leader election on the main thread, its cluster (both connections) the fake:
+    the run is planned while it holds the Lease; SIGTERM stops the worker, releases the Lease, and
+    ``watch`` returns 0. (The same as a process, on the real control plane: listed for it.)"""
+    logs.configure("json", "info")  # the suite's conftest puts its level back afterwards
+    monkeypatch.setattr(runner, "connect", lambda kubeconfig, retries=True: cluster)
+    lease = LeaseFlags(namespace="default", duration=2, renew_deadline=1.5, retry_period=0.2)
+    options = WatchOptions(period=0.5, lease=lease)
+    stop = threading.Event()  # the way out should the signal never come (a failed check below)
+    seen: dict[str, Any] = {}
+
+    def operator() -> None:
         try:
-            create_run(k8s)
-            done = subprocess.run(
-                [sys.executable, "-m", "sidecar", "watch", "--kubeconfig", str(path), "--in-process", "--once"],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            assert done.returncode == 0, done.stderr
-            assert done.stdout.splitlines() == [f"repackrun/{NAME} Succeeded"]
-            assert phase(k8s) == "Succeeded"
-        finally:
-            k8s.close()
+            create_run(cluster)
+            wait_for(lambda: phase(cluster) == "Succeeded", timeout=30)
+            seen["holder"] = the_lease(cluster)["spec"]["holderIdentity"]
+            os.kill(os.getpid(), signal.SIGTERM)
+        except BaseException as exc:
+            seen["error"] = exc
+            stop.set()
 
-
-def test_watch_runs_until_sigterm_then_releases_the_lease(k8s: client.ApiClient, kubeconfig: Path) -> None:
-    cmd = [sys.executable, "-m", "sidecar", "--log-format", "json", "watch", "--kubeconfig", str(kubeconfig)]
-    cmd += ["--in-process", "--period", "0.5", "--lease-namespace", "default"]
-    cmd += ["--lease-duration", "2", "--renew-deadline", "1.5", "--retry-period", "0.2"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a SIGTERM arriving after ``watch`` put its handler back must not end the test run
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    helper = threading.Thread(target=operator, daemon=True)
     try:
-        create_run(k8s)
-        wait_for(lambda: phase(k8s) == "Succeeded", timeout=30)
-        leases = client.CoordinationV1Api(k8s)
-        held = json.loads(leases.read_namespaced_lease("repack-watcher", "default", _preload_content=False).data)
-        assert held["spec"]["holderIdentity"].startswith(os.uname().nodename)
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(15) == 0
+        helper.start()
+        assert runner.watch(options, None, stop=stop) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
-    released = json.loads(leases.read_namespaced_lease("repack-watcher", "default", _preload_content=False).data)
-    assert "holderIdentity" not in released["spec"]
-    log = [
-        json.loads(line) for line in (proc.stderr.read() if proc.stderr else "").splitlines() if line.startswith("{")
-    ]
+        signal.signal(signal.SIGTERM, previous)
+        helper.join(10)
+    assert "error" not in seen, seen.get("error")  # so the signal, not the way out, stopped it
+    assert str(seen["holder"]).startswith(os.uname().nodename)
+    assert "holderIdentity" not in the_lease(cluster)["spec"]  # released on the way out
+    log = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
     assert {"leading", "stopping", "lease released"} <= {entry.get("event") for entry in log}
 
 
@@ -463,6 +473,7 @@ def test_without_a_kubeconfig_the_in_cluster_config_is_used(monkeypatch: pytest.
     from kubernetes.config import incluster_config
 
     from sidecar.watcher import args
+    from sidecar.watcher.kit import kube
 
     token, ca, namespace = tmp_path / "token", tmp_path / "ca.crt", tmp_path / "namespace"
     token.write_text("t0k3n")
@@ -473,9 +484,9 @@ def test_without_a_kubeconfig_the_in_cluster_config_is_used(monkeypatch: pytest.
     monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
     monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
     monkeypatch.setattr(args, "POD_NAMESPACE_FILE", namespace)
-    api = args.connect(None)
+    cluster = kube.connect(None)
     try:
-        conf = api.configuration
+        conf = cluster.api.configuration
         assert (conf.host, conf.ssl_ca_cert, conf.api_key["BearerToken"]) == (
             "https://10.96.0.1:443",
             str(ca),
@@ -483,6 +494,11 @@ def test_without_a_kubeconfig_the_in_cluster_config_is_used(monkeypatch: pytest.
         )
         assert conf.connection_pool_maxsize >= 32  # six watches, the Lease and the writes at once
     finally:
-        api.close()
+        cluster.close()
+    unretried = kube.connect(None, retries=False)  # the Lease's own: a cut request is not tried again
+    try:
+        assert unretried.api.configuration.retries is False
+    finally:
+        unretried.close()
     assert args.lease_namespace(args.LeaseFlags()) == "volcano-system"  # the pod's own namespace
     assert args.lease_namespace(args.LeaseFlags(namespace="ops")) == "ops"

@@ -3,36 +3,36 @@
 The happy path is run once with a hook that records the label of every status write and API call;
 then, for every position k in that sequence, a fresh cluster runs the same Execute run until the
 k-th label, the hook raises (the process "dies" right after that write or call), and a brand-new
-reconciler finishes the run. Each time: no victim was evicted twice (the API server's audit log
-counts eviction requests, whatever their answer), every relocation is there and terminal, the run
-Succeeded with its node freed. Scenarios: the guide's VCJob move, and a ModelServing ServingGroup
-rebuilt under a new PodGroup.
+reconciler finishes the run, all on the fake cluster port. Each time: no victim was evicted twice
+(the fake's audit counts eviction requests, whatever their answer), every relocation is there and
+terminal, the run Succeeded with its node freed. Scenarios: the guide's VCJob move with its rebuilt
+pods admitted behind the placement gate, and a ModelServing ServingGroup rebuilt under a new
+PodGroup (no gate).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sidecar.watcher.execute import ExecuteOptions, ExecuteReconciler
-from sidecar.watcher.placement import PLACEMENT_GATE
-from sidecar.watcher.planner import InProcessPlanner
-from tests.execute_fixtures import NPU, NS, Sandbox, execute_run, sandbox
+from sidecar.watcher.execute.reconciler import ExecuteOptions, ExecuteReconciler
+from sidecar.watcher.kit.port import PODS
+from sidecar.watcher.sidecarport import InProcessSidecar
+from tests.execute_fixtures import NPU, NS, Box, execute_run, guide_box
 
 NAME = "ascend-execute-001"
-PLANNER = InProcessPlanner()
+PLANNER = InProcessSidecar()
 SERVING = {
     "scope": {
         "podGroups": {"include": {"names": [f"{NS}/ascend-online-serving-0"]}},
         "nodes": {"include": {"selector": {"matchLabels": {"accelerator-pool": "ascend-npu"}}}},
     }
 }
-#: the run's spec changes, and the scheduling gates rebuilt pods are created with
-SCENARIOS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
-    "vcjob-gated": ({}, (PLACEMENT_GATE,)),
-    "modelserving": (SERVING, ()),
+#: the run's spec changes, and whether rebuilt pods are admitted behind the placement gate
+SCENARIOS: dict[str, tuple[dict[str, Any], bool]] = {
+    "vcjob-gated": ({}, True),
+    "modelserving": (SERVING, False),
 }
 
 
@@ -45,17 +45,18 @@ class Crash(Exception):
     """The watcher process dying right after a step."""
 
 
-def happy_path(path: Path, spec: dict[str, Any], gates: tuple[str, ...]) -> list[str]:
+def happy_path(spec: dict[str, Any], gates: bool) -> list[str]:
     labels: list[str] = []
-    with sandbox(path, gates=gates) as box:
+    with guide_box(gates=gates) as box:
         box.create_run(execute_run(NAME, **spec))
         assert (
-            box.drive(ExecuteReconciler(box.api, PLANNER, options=STEPWISE, crash=labels.append), NAME) == "Succeeded"
+            box.drive(ExecuteReconciler(box.cluster, PLANNER, options=STEPWISE, crash=labels.append), NAME)
+            == "Succeeded"
         )
     return labels
 
 
-def check_finished(box: Sandbox, where: str) -> None:
+def check_finished(box: Box, where: str) -> None:
     run = box.run(NAME)
     status = run["status"]
     assert status["phase"] == "Succeeded", where
@@ -68,26 +69,27 @@ def check_finished(box: Sandbox, where: str) -> None:
     evictions = box.evictions()
     assert all(n == 1 for n in evictions.values()) and set(evictions) <= set(planned), (where, evictions)
     for node in status["plan"]["freedNodes"]:
-        pods = box.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
-        assert not [p.metadata.name for p in pods if NPU in (p.spec.containers[0].resources.requests or {})], where
+        pods = [p for p in box.cluster.items(PODS) if p["spec"].get("nodeName") == node]
+        requests = [(p["metadata"]["name"], p["spec"]["containers"][0].get("resources", {})) for p in pods]
+        assert not [name for name, res in requests if NPU in (res.get("requests") or {})], where
     assert status["result"]["freedNodes"] == status["plan"]["freedNodes"], where
     assert status["result"]["metricsVerified"] is True, where
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_a_watcher_killed_after_any_step_resumes_without_double_eviction(tmp_path: Path, scenario: str) -> None:
+def test_a_watcher_killed_after_any_step_resumes_without_double_eviction(scenario: str) -> None:
     spec, gates = SCENARIOS[scenario]
-    crash_at_every_step(tmp_path, spec, gates)
+    crash_at_every_step(spec, gates)
 
 
-def crash_at_every_step(tmp_path: Path, spec: dict[str, Any], gates: tuple[str, ...]) -> None:
-    happy = happy_path(tmp_path / "happy", spec, gates)
-    assert bool(gates) == any(label.startswith("ungate:") for label in happy)
+def crash_at_every_step(spec: dict[str, Any], gates: bool) -> None:
+    happy = happy_path(spec, gates)
+    assert gates == any(label.startswith("ungate:") for label in happy)
     assert "status:journal" in happy and any(label.startswith("evict:") for label in happy)
     assert any(label.startswith("nominate:") for label in happy) and happy[-2:][0] == "status:finished"
     for k, label in enumerate(happy):
         where = f"crash after step {k} ({label})"
-        with sandbox(tmp_path / str(k), gates=gates) as box:
+        with guide_box(gates=gates) as box:
             box.create_run(execute_run(NAME, **spec))
             seen: list[str] = []
 
@@ -97,17 +99,17 @@ def crash_at_every_step(tmp_path: Path, spec: dict[str, Any], gates: tuple[str, 
                     raise Crash(step)
 
             with pytest.raises(Crash):
-                box.drive(ExecuteReconciler(box.api, PLANNER, options=STEPWISE, crash=hook), NAME)
+                box.drive(ExecuteReconciler(box.cluster, PLANNER, options=STEPWISE, crash=hook), NAME)
             assert seen == happy[: k + 1], where
-            if box.run(NAME)["status"].get("phase") != "Succeeded":
-                assert box.drive(ExecuteReconciler(box.api, PLANNER, options=STEPWISE), NAME) == "Succeeded", where
+            if (box.run(NAME).get("status") or {}).get("phase") != "Succeeded":
+                assert box.drive(ExecuteReconciler(box.cluster, PLANNER, options=STEPWISE), NAME) == "Succeeded", where
             check_finished(box, where)
 
 
-def test_each_eviction_is_journaled_as_it_returns(tmp_path: Path) -> None:
+def test_each_eviction_is_journaled_as_it_returns() -> None:
     """A crash between two eviction calls leaves the first recorded Evicted with its attempt, not
     Pending with none (issue 25 item 6)."""
-    happy = happy_path(tmp_path / "happy", {}, (PLACEMENT_GATE,))
+    happy = happy_path({}, True)
     evicts = [label for label in happy if label.startswith("evict:")]
     assert len(evicts) == 2 and happy[happy.index(evicts[0]) + 1] == "status:evictions"
 
@@ -115,9 +117,9 @@ def test_each_eviction_is_journaled_as_it_returns(tmp_path: Path) -> None:
         if label == evicts[1]:
             raise Crash(label)
 
-    with sandbox(tmp_path / "crash", gates=(PLACEMENT_GATE,)) as box:
+    with guide_box(gates=True) as box:
         box.create_run(execute_run(NAME))
-        rec = ExecuteReconciler(box.api, PLANNER, options=STEPWISE, crash=crash)
+        rec = ExecuteReconciler(box.cluster, PLANNER, options=STEPWISE, crash=crash)
         with pytest.raises(Crash):
             box.drive(rec, NAME)
         first = evicts[0].removeprefix("evict:")
@@ -125,5 +127,5 @@ def test_each_eviction_is_journaled_as_it_returns(tmp_path: Path) -> None:
             r for r in box.run(NAME)["status"]["relocations"] if f"{r['namespace']}/{r['victimPodName']}" == first
         ]
         assert (rel["eviction"]["phase"], rel["eviction"]["attempts"]) == ("Evicted", 1), rel
-        box.drive(ExecuteReconciler(box.api, PLANNER, options=STEPWISE), NAME)
+        box.drive(ExecuteReconciler(box.cluster, PLANNER, options=STEPWISE), NAME)
         check_finished(box, "after a crash between two evictions")

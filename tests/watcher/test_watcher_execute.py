@@ -1,41 +1,39 @@
-"""The RepackRun watcher's Execute mode on the sandbox API server with the official client: the
-guide's Step 5 run end to end (in process and through a real sidecar), Step 7's gang on the freed
-node, serial admission and the cooldown, rebuilt ModelServing and VCJob pods, alternative placement."""
+"""The RepackRun watcher's Execute mode on the fake cluster port: the guide's Step 5 run end to end
+(in process and through a real sidecar), Step 7's gang on the freed node, serial admission and the
+cooldown, rebuilt ModelServing and VCJob pods, alternative placement, the placement gate's lift.
+(How kubectl shows an Execute run is the real control plane's: tests/realcluster/test_real_guide.py.)"""
 
 from __future__ import annotations
 
-import subprocess
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
 from structlog.testing import capture_logs
 
-from sidecar.sandbox.objects import object_uid
+from sidecar.fake.objects import object_uid
 from sidecar.snapshot.kube import GROUP_NAME
-from sidecar.watcher.cluster import read_cluster
-from sidecar.watcher.execute import ExecuteOptions, ExecuteReconciler
-from sidecar.watcher.placement import PLACEMENT_GATE
-from sidecar.watcher.planner import InProcessPlanner, Planner
+from sidecar.watcher.execute.placement import PLACEMENT_GATE
+from sidecar.watcher.execute.reconciler import ExecuteOptions, ExecuteReconciler
+from sidecar.watcher.kit.cache import read_cluster
+from sidecar.watcher.kit.port import PODGROUPS, PODS
+from sidecar.watcher.sidecarport import InProcessSidecar, Sidecar
 from tests.execute_fixtures import (
     NPU,
     NS,
     TRAINING_PG,
     WORKER0,
     WORKER1,
-    Sandbox,
+    Box,
     condition,
     execute_run,
+    guide_box,
     relocation,
-    sandbox,
     true_reasons,
 )
 
 NAME = "ascend-execute-001"
-HAVE_KUBECTL = subprocess.run(["which", "kubectl"], capture_output=True).returncode == 0
 
 
 class Clock:
@@ -51,19 +49,19 @@ class Clock:
         self.now += timedelta(seconds=seconds)
 
 
-def npu_pods_on(box: Sandbox, node: str) -> list[str]:
-    pods = box.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
-    return sorted(p.metadata.name for p in pods if NPU in (p.spec.containers[0].resources.requests or {}))
+def npu_pods_on(box: Box, node: str) -> list[str]:
+    pods = [p for p in box.cluster.items(PODS) if p["spec"].get("nodeName") == node]
+    return sorted(p["metadata"]["name"] for p in pods if NPU in p["spec"]["containers"][0]["resources"]["requests"])
 
 
-def test_the_guides_execute_run_frees_ascend_node_01(tmp_path: Path, planner: Planner) -> None:
-    with sandbox(tmp_path) as box:
-        box.create_run(execute_run(NAME, grace=1))  # the guide's 30 s, shortened: the sandbox waits it out
-        rec = ExecuteReconciler(box.api, planner)
+def test_the_guides_execute_run_frees_ascend_node_01(sidecar: Sidecar) -> None:
+    with guide_box() as box:
+        box.create_run(execute_run(NAME, grace=1))  # the guide's 30 s, shortened: the kubelet waits it out
+        rec = ExecuteReconciler(box.cluster, sidecar)
         assert rec.reconcile(box.run(NAME)).phase == "Running"
         victim = box.pod(WORKER0)
-        assert victim is not None and victim.metadata.uid == object_uid("t-train-0")
-        assert victim.metadata.deletion_timestamp is not None and victim.metadata.deletion_grace_period_seconds == 1
+        assert victim is not None and victim["metadata"]["uid"] == object_uid("t-train-0")
+        assert victim["metadata"]["deletionTimestamp"] and victim["metadata"]["deletionGracePeriodSeconds"] == 1
         assert box.drive(rec, NAME, passes=80, between=lambda: time.sleep(0.03)) == "Succeeded"
         run = box.run(NAME)
         status = run["status"]
@@ -94,44 +92,20 @@ def test_the_guides_execute_run_frees_ascend_node_01(tmp_path: Path, planner: Pl
             assert r["owner"]["kind"] == "Job" and r["owner"]["uid"]
             assert r["placement"]["replacementPodName"] == r["victimPodName"]
             replacement = box.pod(r["victimPodName"])
-            assert replacement is not None and replacement.metadata.uid == r["placement"]["replacementPodUID"]
-            assert replacement.metadata.uid != r["victimPodUID"] and replacement.status.phase == "Running"
+            assert replacement is not None and replacement["metadata"]["uid"] == r["placement"]["replacementPodUID"]
+            assert replacement["metadata"]["uid"] != r["victimPodUID"] and replacement["status"]["phase"] == "Running"
         result = status["result"]
         assert result["freedNodeCount"] >= 1 and result["freedNodes"] == ["ascend-node-01"]
         assert (result["fragAfterPercent"], result["movedCardCount"], result["evictedPodCount"]) == (0, 2, 2)
         assert result["metricsVerified"] is True
         assert npu_pods_on(box, "ascend-node-01") == []
         assert box.evictions() == {WORKER0: 1, WORKER1: 1}
-        events = [e for e in box.core.list_namespaced_event("default").items if e.involved_object.name == NAME]
-        reasons = sorted(e.reason for e in events)
+        reasons = sorted(e["reason"] for e in box.events(NAME))
         assert reasons == ["Admitted", "Evicted", "Evicted", "ExecutionCompleted"]
         assert rec.reconcile(run).phase is None  # finished: left alone
 
 
-@pytest.mark.skipif(not HAVE_KUBECTL, reason="kubectl is not installed")
-def test_kubectl_shows_the_execute_run_and_its_relocations(tmp_path: Path) -> None:
-    with sandbox(tmp_path) as box:
-        box.create_run(execute_run(NAME))
-        assert box.drive(ExecuteReconciler(box.api, InProcessPlanner()), NAME) == "Succeeded"
-        kubectl = ["kubectl", "--kubeconfig", str(tmp_path / "kubeconfig")]
-        wide = subprocess.run([*kubectl, "get", "repackrun", NAME, "-o", "wide"], capture_output=True, text=True)
-        assert wide.returncode == 0, wide.stderr
-        row = wide.stdout.splitlines()[1].split()
-        assert row[:4] == [NAME, "Execute", "Succeeded", "ExecutionCompleted"]
-        path = (
-            "{range .status.relocations[*]}{.victimPodName} {.eviction.phase} {.placement.phase} "
-            "{.plannedNodeName} {.placement.selectedNodeName} {.placement.actualNodeName}{'\\n'}{end}"
-        )
-        got = subprocess.run(
-            [*kubectl, "get", "repackrun", NAME, "-o", f"jsonpath={path}"], capture_output=True, text=True
-        )
-        assert got.stdout.splitlines() == [
-            f"{WORKER0} Evicted Bound ascend-node-02 ascend-node-02 ascend-node-02",
-            f"{WORKER1} Evicted Bound ascend-node-03 ascend-node-03 ascend-node-03",
-        ]
-
-
-def large_training(box: Sandbox) -> list[str]:
+def large_training(box: Box) -> list[str]:
     """The guide's Step 7 job as its controller would create it: a PodGroup of minMember 2 and two
     workers of 4 NPUs each, in the Ascend pool."""
     owner = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "ascend-large-training"}
@@ -142,7 +116,7 @@ def large_training(box: Sandbox) -> list[str]:
         "metadata": {"name": "ascend-large-training", "namespace": NS, "ownerReferences": [owner]},
         "spec": {"minMember": 2, "queue": "default"},
     }
-    box.custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", NS, "podgroups", group)
+    box.cluster.create(PODGROUPS, group)
     names = [f"ascend-large-training-worker-{i}" for i in range(2)]
     for name in names:
         meta = {
@@ -162,29 +136,29 @@ def large_training(box: Sandbox) -> list[str]:
             "nodeSelector": {"accelerator-pool": "ascend-npu"},
             "restartPolicy": "Never",
         }
-        box.core.create_namespaced_pod(NS, {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-                                            "spec": {**spec, "containers": [trainer]}})  # fmt: skip
+        box.cluster.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+                                  "spec": {**spec, "containers": [trainer]}})  # fmt: skip
     return names
 
 
-def test_step7_the_8_card_gang_binds_on_the_freed_node(tmp_path: Path) -> None:
+def test_step7_the_8_card_gang_binds_on_the_freed_node() -> None:
     """The guide's Step 7 premise: a freed node holds the 2×4-NPU gang. guide-ascend.json's nodes have
     4 cards, so the same cluster is loaded with 8 per node (the moves stay the training job's)."""
-    with sandbox(tmp_path, cards=8) as box:
+    with guide_box(cards=8) as box:
         box.create_run(execute_run(NAME))
-        assert box.drive(ExecuteReconciler(box.api, InProcessPlanner()), NAME) == "Succeeded"
+        assert box.drive(ExecuteReconciler(box.cluster, InProcessSidecar()), NAME) == "Succeeded"
         status = box.run(NAME)["status"]
         assert status["result"]["freedNodes"] == ["ascend-node-01"] and npu_pods_on(box, "ascend-node-01") == []
         workers = large_training(box)
         box.schedule()
         pods = [box.pod(name) for name in workers]
-        assert [(p.spec.node_name, p.status.phase) for p in pods if p] == [("ascend-node-01", "Running")] * 2
+        assert [(p["spec"]["nodeName"], p["status"]["phase"]) for p in pods if p] == [("ascend-node-01", "Running")] * 2
 
 
-def test_serial_admission_cooldown_and_a_replan_with_nothing_to_do(tmp_path: Path) -> None:
+def test_serial_admission_cooldown_and_a_replan_with_nothing_to_do() -> None:
     clock = Clock()
-    with sandbox(tmp_path) as box:
-        rec = ExecuteReconciler(box.api, InProcessPlanner(), options=ExecuteOptions(cooldown=120), clock=clock)
+    with guide_box() as box:
+        rec = ExecuteReconciler(box.cluster, InProcessSidecar(), options=ExecuteOptions(cooldown=120), clock=clock)
         box.create_run(execute_run("first"))
         time.sleep(1.1)  # creationTimestamp has a one-second resolution
         box.create_run(execute_run("second"))
@@ -207,7 +181,7 @@ def test_serial_admission_cooldown_and_a_replan_with_nothing_to_do(tmp_path: Pat
             "%Y-%m-%dT%H:%M:%SZ"
         )
         assert waiting["message"] == f"cooldown after RepackRun first ends at {ends}"
-        writes = len(box.server.audit.records("update", "repackruns"))
+        writes = len(box.cluster.audit.records("update", "repackruns"))
         with capture_logs() as logs:
             cooling = rec.reconcile(second)
             assert cooling.phase == "Pending"  # still held: nothing new to write, log or announce
@@ -215,7 +189,7 @@ def test_serial_admission_cooldown_and_a_replan_with_nothing_to_do(tmp_path: Pat
         ends_at = datetime.fromisoformat(completed.replace("Z", "+00:00")) + timedelta(seconds=120)
         assert cooling.requeue_after == pytest.approx((ends_at - clock()).total_seconds())
         assert not [e for e in logs if e["event"] == "repackrun held"], logs
-        assert len(box.server.audit.records("update", "repackruns")) == writes
+        assert len(box.cluster.audit.records("update", "repackruns")) == writes
         clock.advance(121)
         assert rec.reconcile(box.run("second")).phase == "Succeeded"  # admitted, replanned: nothing left to move
         second = box.run("second")
@@ -228,8 +202,7 @@ def test_serial_admission_cooldown_and_a_replan_with_nothing_to_do(tmp_path: Pat
         assert rec.reconcile(box.run("third")).phase == "Succeeded"
         assert box.evictions() == {WORKER0: 1, WORKER1: 1}
         # an Event on each transition, none while nothing changes (issue 25 item 7)
-        events = client.CoreV1Api(box.api).list_namespaced_event("default").items
-        said = sorted((e.reason, e.message, e.count) for e in events if e.involved_object.name == "second")
+        said = sorted((e["reason"], e["message"], e["count"]) for e in box.events("second"))
         assert said == [
             ("AnotherRunActive", "held: RepackRun first is executing; Execute runs one at a time", 1),
             ("AnotherRunActive", "held: RepackRun first was created earlier and executes first", 1),
@@ -248,10 +221,10 @@ def serving_scope() -> dict[str, Any]:
     }
 
 
-def test_a_modelserving_group_rebuilt_under_a_new_podgroup_is_followed(tmp_path: Path) -> None:
-    with sandbox(tmp_path) as box:
+def test_a_modelserving_group_rebuilt_under_a_new_podgroup_is_followed() -> None:
+    with guide_box() as box:
         box.create_run(execute_run(NAME, **serving_scope()))
-        assert box.drive(ExecuteReconciler(box.api, InProcessPlanner()), NAME) == "Succeeded"
+        assert box.drive(ExecuteReconciler(box.cluster, InProcessSidecar()), NAME) == "Succeeded"
         run = box.run(NAME)
         assert run["status"]["plan"]["freedNodes"] == ["ascend-node-02"]
         for pod in ("ascend-online-serving-0-entry", "ascend-online-serving-0-worker"):
@@ -261,23 +234,25 @@ def test_a_modelserving_group_rebuilt_under_a_new_podgroup_is_followed(tmp_path:
             assert r["owner"]["kind"] == "ModelServing"
             assert r["placement"]["phase"] == "Bound"
             rebuilt = box.pod(pod)
-            assert rebuilt is not None and rebuilt.metadata.annotations[GROUP_NAME] == "ascend-online-serving-0-r1"
-            assert rebuilt.metadata.uid == r["placement"]["replacementPodUID"]
+            assert (
+                rebuilt is not None and rebuilt["metadata"]["annotations"][GROUP_NAME] == "ascend-online-serving-0-r1"
+            )
+            assert rebuilt["metadata"]["uid"] == r["placement"]["replacementPodUID"]
         assert npu_pods_on(box, "ascend-node-02") == []
         assert all(n <= 1 for n in box.evictions().values())
 
 
-def test_the_planned_node_filled_meanwhile_gives_an_alternative_placement(tmp_path: Path) -> None:
+def test_the_planned_node_filled_meanwhile_gives_an_alternative_placement() -> None:
     """After the journal is written, another workload takes the planned node: Filter fails there,
     Prioritize picks another receiver (never the freed node), the run still frees its node."""
 
     def occupy(label: str) -> None:
         if label == "status:journal":
-            box.server.create(blocker("ascend-node-02", cards=5))
+            box.cluster.load([blocker("ascend-node-02", cards=5)])
 
-    with sandbox(tmp_path, cards=8) as box:
+    with guide_box(cards=8) as box:
         box.create_run(execute_run(NAME))
-        rec = ExecuteReconciler(box.api, InProcessPlanner(), crash=occupy)
+        rec = ExecuteReconciler(box.cluster, InProcessSidecar(), crash=occupy)
         assert box.drive(rec, NAME) == "Succeeded"
         run = box.run(NAME)
         assert true_reasons(run) == [("Complete", "ExecutionCompletedWithAlternativePlacement")]
@@ -298,12 +273,12 @@ def blocker(node: str, cards: int) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
-def test_a_replacement_bound_before_any_nomination_is_recorded_as_is(tmp_path: Path) -> None:
+def test_a_replacement_bound_before_any_nomination_is_recorded_as_is() -> None:
     """The scheduler binds the rebuilt pods before the watcher's next pass: nothing is nominated,
     the binding is recorded (BoundElsewhere when not the planned node) and the outcome reported."""
-    with sandbox(tmp_path) as box:
+    with guide_box() as box:
         box.create_run(execute_run(NAME))
-        rec = ExecuteReconciler(box.api, InProcessPlanner())
+        rec = ExecuteReconciler(box.cluster, InProcessSidecar())
         assert rec.reconcile(box.run(NAME)).phase == "Running"
         box.rebuild()
         box.schedule()  # no watcher pass in between
@@ -313,8 +288,9 @@ def test_a_replacement_bound_before_any_nomination_is_recorded_as_is(tmp_path: P
             placement = relocation(run, pod)["placement"]
             assert placement["selectedNodeName"] == ""
             actual = box.pod(pod)
-            assert actual is not None and placement["actualNodeName"] == actual.spec.node_name
-            expected = "Bound" if actual.spec.node_name == relocation(run, pod)["plannedNodeName"] else "BoundElsewhere"
+            assert actual is not None and placement["actualNodeName"] == actual["spec"]["nodeName"]
+            on_plan = actual["spec"]["nodeName"] == relocation(run, pod)["plannedNodeName"]
+            expected = "Bound" if on_plan else "BoundElsewhere"
             assert placement["phase"] == expected
         assert (phase, true_reasons(run)) in (
             ("Failed", [("Failed", "PartiallyCompleted")]),
@@ -325,14 +301,27 @@ def test_a_replacement_bound_before_any_nomination_is_recorded_as_is(tmp_path: P
             assert "0 of 1 planned nodes freed" in condition(run, "Failed")["message"]
 
 
-def test_only_this_projects_scheduling_gate_is_removed_after_the_nomination(tmp_path: Path) -> None:
-    with sandbox(tmp_path, gates=("example.com/quota", PLACEMENT_GATE)) as box:
+def quota_gate_first(box: Box) -> None:
+    """Another admission, before the placement gate's, that gates every pod create on a quota."""
+    ours = box.cluster.admission
+    assert ours is not None
+
+    def both(review: dict[str, Any]) -> dict[str, Any]:
+        review["request"]["object"]["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+        return ours(review)
+
+    box.cluster.admission = both
+
+
+def test_only_this_projects_scheduling_gate_is_removed_after_the_nomination() -> None:
+    with guide_box(gates=True) as box:
+        quota_gate_first(box)
         box.create_run(execute_run(NAME))
-        rec = ExecuteReconciler(box.api, InProcessPlanner())
+        rec = ExecuteReconciler(box.cluster, InProcessSidecar())
         assert rec.reconcile(box.run(NAME)).phase == "Running"
         box.rebuild()
         rebuilt = box.pod(WORKER0)
-        assert rebuilt is not None and [g.name for g in rebuilt.spec.scheduling_gates] == [
+        assert rebuilt is not None and [g["name"] for g in rebuilt["spec"]["schedulingGates"]] == [
             "example.com/quota",
             PLACEMENT_GATE,
         ]
@@ -343,35 +332,36 @@ def test_only_this_projects_scheduling_gate_is_removed_after_the_nomination(tmp_
             assert r["placement"]["phase"] == "Nominated"
             replacement = box.pod(pod)
             assert replacement is not None
-            assert replacement.status.nominated_node_name == r["placement"]["selectedNodeName"] == r["plannedNodeName"]
-            assert [g.name for g in replacement.spec.scheduling_gates] == ["example.com/quota"]
-            box.core.patch_namespaced_pod(
-                pod, NS, [{"op": "remove", "path": "/spec/schedulingGates/0"}]
+            nominated = replacement["status"]["nominatedNodeName"]
+            assert nominated == r["placement"]["selectedNodeName"] == r["plannedNodeName"]
+            assert [g["name"] for g in replacement["spec"]["schedulingGates"]] == ["example.com/quota"]
+            box.cluster.patch(
+                PODS, pod, NS, [{"op": "remove", "path": "/spec/schedulingGates/0"}]
             )  # its owner lifts it
         assert box.drive(rec, NAME) == "Succeeded"
         assert true_reasons(box.run(NAME)) == [("Complete", "ExecutionCompleted")]
 
 
-def test_a_rebuilt_pod_the_cache_has_not_seen_yet_keeps_its_gate_until_a_later_pass(tmp_path: Path) -> None:
+def test_a_rebuilt_pod_the_cache_has_not_seen_yet_keeps_its_gate_until_a_later_pass() -> None:
     """The pod GET sees the rebuild before the informer cache does: no selection is possible on
     that snapshot, so the pass must not lift the gate (the scheduler would then race the
     nomination); the next pass, on a snapshot that has the pod, nominates and lifts it."""
-    with sandbox(tmp_path, gates=(PLACEMENT_GATE,)) as box:
+    with guide_box(gates=True) as box:
         stale: list[Any] = []
 
         def lagging(name: str) -> Any:
-            fresh = read_cluster(box.api, name=name)
+            fresh = read_cluster(box.cluster, name=name)
             return stale[0] if stale else fresh
 
         box.create_run(execute_run(NAME))
-        rec = ExecuteReconciler(box.api, InProcessPlanner(), snapshot=lagging)
+        rec = ExecuteReconciler(box.cluster, InProcessSidecar(), snapshot=lagging)
         assert rec.reconcile(box.run(NAME)).phase == "Running"  # journal + evictions
-        stale.append(read_cluster(box.api, name=NAME))  # the cache stops here: before the rebuild
+        stale.append(read_cluster(box.cluster, name=NAME))  # the cache stops here: before the rebuild
         box.rebuild()
         assert rec.reconcile(box.run(NAME)).phase == "Running"
         for pod in (WORKER0, WORKER1):
             rebuilt = box.pod(pod)
-            assert rebuilt is not None and [g.name for g in rebuilt.spec.scheduling_gates] == [PLACEMENT_GATE]
+            assert rebuilt is not None and [g["name"] for g in rebuilt["spec"]["schedulingGates"]] == [PLACEMENT_GATE]
             r = relocation(box.run(NAME), pod)
             assert r["placement"]["phase"] != "Nominated" and not r["placement"]["selectedNodeName"]
         stale.clear()  # the cache catches up
@@ -380,18 +370,18 @@ def test_a_rebuilt_pod_the_cache_has_not_seen_yet_keeps_its_gate_until_a_later_p
             r = relocation(box.run(NAME), pod)
             assert r["placement"]["phase"] == "Nominated" and r["placement"]["selectedNodeName"] == r["plannedNodeName"]
             rebuilt = box.pod(pod)
-            assert rebuilt is not None and not rebuilt.spec.scheduling_gates
+            assert rebuilt is not None and not rebuilt["spec"].get("schedulingGates")
         assert box.drive(rec, NAME) == "Succeeded"
 
 
-def test_placements_flushed_one_by_one_journal_each_before_its_nomination(tmp_path: Path) -> None:
+def test_placements_flushed_one_by_one_journal_each_before_its_nomination() -> None:
     """``flush_seconds`` 0: every decision with a nomination is journaled and acted on at once (a
     slow pass nominates its first pods early); each nomination still follows its own journal write."""
     labels: list[str] = []
-    with sandbox(tmp_path, gates=(PLACEMENT_GATE,)) as box:
+    with guide_box(gates=True) as box:
         box.create_run(execute_run(NAME))
         rec = ExecuteReconciler(
-            box.api, InProcessPlanner(), options=ExecuteOptions(flush_seconds=0), crash=labels.append
+            box.cluster, InProcessSidecar(), options=ExecuteOptions(flush_seconds=0), crash=labels.append
         )
         assert box.drive(rec, NAME) == "Succeeded"
     steps = [x for x in labels if x.startswith(("status:placements", "nominate:"))]
@@ -400,14 +390,15 @@ def test_placements_flushed_one_by_one_journal_each_before_its_nomination(tmp_pa
     ]  # fmt: skip
 
 
-def test_a_victim_that_finished_by_itself_is_not_evicted_and_not_waited_for(tmp_path: Path) -> None:
+def test_a_victim_that_finished_by_itself_is_not_evicted_and_not_waited_for() -> None:
     def finish(label: str) -> None:
         if label == "status:journal":
-            box.core.patch_namespaced_pod_status(WORKER0, NS, {"status": {"phase": "Succeeded"}})
+            done = [{"op": "replace", "path": "/status/phase", "value": "Succeeded"}]
+            box.cluster.patch(PODS, WORKER0, NS, done, status=True)
 
-    with sandbox(tmp_path) as box:
+    with guide_box() as box:
         box.create_run(execute_run(NAME))
-        assert box.drive(ExecuteReconciler(box.api, InProcessPlanner(), crash=finish), NAME) == "Succeeded"
+        assert box.drive(ExecuteReconciler(box.cluster, InProcessSidecar(), crash=finish), NAME) == "Succeeded"
         run = box.run(NAME)
         r = relocation(run, WORKER0)
         assert (r["eviction"]["phase"], r["placement"]["phase"]) == ("Evicted", "Skipped")

@@ -1,31 +1,59 @@
 """The placement gate: the admission decision (one table), its HTTPS carriage, the webhook's
-certificate, the leader's release of gates, and an Execute on the sandbox whose rebuilt pods the
-sandbox's admission chain sent to the webhook over HTTPS."""
+certificate, the leader's release of gates, and an Execute on the fake cluster port whose rebuilt
+pods were admitted through the webhook over HTTPS (the API server's call reproduced in the fake's
+admission hook), compared with the tests' in-process stand-in."""
 
 from __future__ import annotations
 
 import base64
+import copy
 import json
+import socket
 import ssl
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf import json_format
 
-from sidecar.watcher import certs
-from sidecar.watcher.gates import GateIndex, Lifter, claims_of, configuration, gate_ops, release_reason
-from sidecar.watcher.journal import Eviction, Owner, Placement, Relocation
-from sidecar.watcher.placement import PLACEMENT_GATE
-from sidecar.watcher.webhook import PATH, WebhookServer
-from tests.execute_fixtures import NS, TRAINING_PG, WORKER0, WORKER1, execute_run, guide_objects, true_reasons
+from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.fake import jsonpatch
+from sidecar.fake.cluster import FakeCluster
+from sidecar.fake.plane import ControlPlane, PlaneConfig
+from sidecar.mirror.selectors import label_selector_matches
+from sidecar.watcher.execute.journal import Eviction, Owner, Placement, Relocation
+from sidecar.watcher.execute.placement import PLACEMENT_GATE
+from sidecar.watcher.gate import certs
+from sidecar.watcher.gate.index import (
+    CONFIGURATION,
+    GateIndex,
+    Lifter,
+    claims_of,
+    configuration,
+    gate_ops,
+    release_reason,
+)
+from sidecar.watcher.gate.webhook import PATH, WebhookServer
+from sidecar.watcher.kit.port import NAMESPACES, PODS, REPACKRUNS, WEBHOOK_CONFIGURATIONS, Resource
+from tests.execute_fixtures import (
+    NS,
+    TRAINING_PG,
+    WORKER0,
+    WORKER1,
+    execute_run,
+    gate_runs,
+    guide_objects,
+    true_reasons,
+)
 
 Obj = dict[str, Any]
 NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 JOB_UID, MS_UID = "job-uid", "modelserving-uid"
+#: the label the API server keeps on every namespace (what namespaceSelectors match names by)
+NAMESPACE_LABEL = "kubernetes.io/metadata.name"
 
 
 def _rel(
@@ -187,77 +215,141 @@ def test_the_webhook_answers_over_https_with_a_certificate_of_its_ca() -> None:
         server.close()
 
 
-# -- the leader's release, and an Execute behind the gate on the sandbox ---------------------------------
-def _guide_execute(
-    tmp_path: Path, *, webhook: bool, after: Callable[[Any], None] | None = None
-) -> tuple[list[tuple[str, list[str]]], Obj]:
-    """The guide's Execute on the sandbox with its control plane threads and the watcher in process;
-    rebuilt pods gated by the webhook (the shipped path: the configuration registered by URL, the
-    watcher's Secret, CA injection and HTTPS server, the sandbox's admission chain calling it) or by
-    the sandbox's stand-in (``ControlPlaneConfig.rebuild_gates``). ``after(k8s)`` runs once the run
-    finished, the watcher still leading. The pods created (name, gates) and the finished run."""
-    from kubernetes import client, config
+# -- the leader's release, and an Execute behind the gate on the fake cluster ------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
-    from sidecar.cli.localgate import serve_local_gate
-    from sidecar.sandbox.apiserver import ApiServer
-    from sidecar.sandbox.controlplane import ControlPlaneConfig
-    from sidecar.watcher.args import ExecuteFlags, WatchOptions
-    from sidecar.watcher.cluster import ClusterCache
-    from sidecar.watcher.controller import Controller
-    from sidecar.watcher.planner import InProcessPlanner
-    from sidecar.watcher.runner import reconcilers
-    from tests.sandbox_fixtures import wait_for
+
+def _matches(selector: Obj | None, labels: dict[str, str]) -> bool:
+    parsed = json_format.ParseDict(selector or {}, pb.LabelSelector(), ignore_unknown_fields=True)
+    return label_selector_matches(parsed, labels)
+
+
+def calls_the_webhooks(cluster: FakeCluster) -> Callable[[Obj], Obj]:
+    """The API server's mutating admission as the fake's hook: each webhook of the stored
+    MutatingWebhookConfiguration whose selectors match the pod (a namespace's labels include
+    ``kubernetes.io/metadata.name``, as the API server keeps them) is POSTed the AdmissionReview
+    over HTTPS at its ``url``, trusting only its ``caBundle``, in order, each on the pod as the
+    previous one patched it; an unanswered call is skipped (``failurePolicy: Ignore``). The
+    answer is their patches in sequence."""
+
+    def admit(review: Obj) -> Obj:
+        request = review["request"]
+        pod = copy.deepcopy(request["object"])
+        ops: list[Obj] = []
+        found = cluster.find(WEBHOOK_CONFIGURATIONS, CONFIGURATION)
+        ns = cluster.find(NAMESPACES, request["namespace"]) or {}
+        ns_labels = {**((ns.get("metadata") or {}).get("labels") or {}), NAMESPACE_LABEL: request["namespace"]}
+        for hook in (found or {}).get("webhooks") or []:
+            pod_labels = pod["metadata"].get("labels") or {}
+            if not (
+                _matches(hook.get("namespaceSelector"), ns_labels) and _matches(hook.get("objectSelector"), pod_labels)
+            ):
+                continue
+            client_config = hook["clientConfig"]
+            body = json.dumps({**review, "request": {**request, "object": pod}}).encode()
+            call = urllib.request.Request(client_config["url"], data=body, method="POST",
+                                          headers={"Content-Type": "application/json"})  # fmt: skip
+            try:
+                ca = base64.b64decode(client_config.get("caBundle", "")).decode()
+                context = ssl.create_default_context(cadata=ca or None)
+                with urllib.request.urlopen(call, timeout=hook["timeoutSeconds"], context=context) as reply:
+                    response = json.loads(reply.read())["response"]
+            except (OSError, ValueError, KeyError):
+                assert hook["failurePolicy"] == "Ignore"
+                continue
+            if response.get("patch"):
+                patch = list(json.loads(base64.b64decode(response["patch"])))
+                pod = jsonpatch.apply(pod, patch)
+                ops.extend(patch)
+        answer: Obj = {"uid": request["uid"], "allowed": True}
+        if ops:
+            answer |= {"patchType": "JSONPatch", "patch": base64.b64encode(json.dumps(ops).encode()).decode()}
+        return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": answer}
+
+    return admit
+
+
+def _guide_execute(
+    *, webhook: bool, after: Callable[[FakeCluster], None] | None = None
+) -> tuple[list[tuple[str, list[str]]], Obj]:
+    """The guide's Execute on the fake cluster with its control plane threads and the watcher in
+    process (``runner``'s informers, controller and gate); rebuilt pods gated by the webhook (the
+    shipped path: the configuration registered by URL, the watcher's Secret, CA injection and HTTPS
+    server, the API server's admission call reproduced by ``calls_the_webhooks``) or by the tests'
+    stand-in (``gate_runs``: the gate's decision as the fake's admission hook). ``after(cluster)``
+    runs once the run finished, the watcher still leading. The pods created (name, gates) and the
+    finished run."""
+    from sidecar.watcher.args import ExecuteFlags, LeaseFlags, WatchOptions, WebhookFlags
+    from sidecar.watcher.kit.cache import ClusterCache
+    from sidecar.watcher.runner import build_controller, placement_gate, serve_webhook
+    from sidecar.watcher.sidecarport import InProcessSidecar
+    from tests.k8s_fixtures import wait_for
 
     created: list[tuple[str, list[str]]] = []
 
-    def note(key: str, event: tuple[str, Obj, int]) -> None:
-        if key == "/pods" and event[0] == "ADDED":
-            gates = [g["name"] for g in (event[1].get("spec") or {}).get("schedulingGates") or []]
-            created.append((event[1]["metadata"]["name"], gates))
+    def note(resource: Resource, kind: str, obj: Obj) -> None:
+        if resource == PODS and kind == "ADDED":
+            gates = [g["name"] for g in (obj.get("spec") or {}).get("schedulingGates") or []]
+            created.append((obj["metadata"]["name"], gates))
 
     run = execute_run()
     name = run["metadata"]["name"]
-    plane = ControlPlaneConfig(scheduler_period=0.05, rebuild_gates=() if webhook else (PLACEMENT_GATE,))
-    with ApiServer(history=500, control_plane=plane) as api:
-        api.load(guide_objects(grace=0))
-        api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
-        api.store.listeners.append(note)
-        k8s = config.new_client_from_config(str(api.kubeconfig(tmp_path / "kubeconfig")))
-        cache = ClusterCache(k8s)
-        gate = serve_local_gate(k8s, cache) if webhook else None
-        options = WatchOptions(execute=ExecuteFlags(cooldown=0.0))
-        controller = Controller(k8s, reconcilers(k8s, InProcessPlanner(), cache, options), cache=cache, period=0.2,
-                                chores=[gate.lifter] if gate else [])  # fmt: skip
-        cache.start()
-        controller.start_leading()
-        custom = client.CustomObjectsApi(k8s)
+    cluster = FakeCluster(history=500)
+    cluster.load(guide_objects(grace=0))
+    cluster.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
+    cluster.listeners.append(note)
+    port = free_port()
+    flags = WebhookFlags(port=port, host="127.0.0.1", names=("127.0.0.1",), gate_timeout=60.0)
+    options = WatchOptions(period=0.2, lease=LeaseFlags(namespace="volcano-system"), webhook=flags,
+                           execute=ExecuteFlags(cooldown=0.0))  # fmt: skip
+    cache = ClusterCache(cluster)
+    server: WebhookServer | None = None
+    chores: list[Lifter] = []
+    if webhook:
+        # the operator's step where there is no Service network: the configuration by loopback URL
+        cluster.create(WEBHOOK_CONFIGURATIONS, configuration({"url": f"https://127.0.0.1:{port}{PATH}"}))
+        gates, lifter = placement_gate(cluster, cache, flags.gate_timeout)
+        server = serve_webhook(cluster, options, gates)
+        chores.append(lifter)
+        cluster.admission = calls_the_webhooks(cluster)
+    else:
+        gate_runs(cluster)
+    controller = build_controller(cluster, InProcessSidecar(), cache, options, chores)
+    plane = ControlPlane(cluster, PlaneConfig(scheduler_period=0.05)).start()
+    cache.start()
+    controller.start_leading()
 
-        def current() -> Obj:
-            return dict(custom.get_cluster_custom_object("repack.volcano.sh", "v1alpha1", "repackruns", name))
+    def current() -> Obj:
+        found = cluster.get(REPACKRUNS, name)
+        assert found is not None
+        return found
 
-        try:
-            api.create(run, keep_status=False)
-            wait_for(lambda: current().get("status", {}).get("phase") in ("Succeeded", "Failed"), 30, why="finished")
-            if after is not None:
-                after(k8s)
-            return created, current()
-        finally:
-            controller.stop_leading()
-            cache.stop()
-            if gate is not None:
-                gate.close()
-            k8s.close()
+    try:
+        cluster.create(REPACKRUNS, run)
+        wait_for(lambda: current().get("status", {}).get("phase") in ("Succeeded", "Failed"), 30, why="finished")
+        if after is not None:
+            after(cluster)
+        return created, current()
+    finally:
+        controller.stop_leading()
+        cache.stop()
+        plane.stop()
+        if server is not None:
+            server.close()
 
 
 def _rebuilt(created: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
     return [c for c in created if c[0] in (WORKER0, WORKER1)]
 
 
-def test_the_sandbox_stand_in_gates_as_the_webhook_does(tmp_path: Path) -> None:
-    """``ControlPlaneConfig.rebuild_gates`` (used where tests drive the control plane step by step)
-    creates the same rebuilt pods as the webhook path and the run ends the same way."""
-    shipped, run = _guide_execute(tmp_path / "webhook", webhook=True)
-    stand_in, other = _guide_execute(tmp_path / "stand-in", webhook=False)
+def test_the_fakes_admission_stand_in_gates_as_the_webhook_does() -> None:
+    """``gate_runs`` (the fake's admission hook the step-by-step tests use) creates the same
+    rebuilt pods as the webhook path and the run ends the same way."""
+    shipped, run = _guide_execute(webhook=True)
+    stand_in, other = _guide_execute(webhook=False)
     assert _rebuilt(shipped) == _rebuilt(stand_in) == [(WORKER0, [PLACEMENT_GATE]), (WORKER1, [PLACEMENT_GATE])]
 
     def outcome(r: Obj) -> Any:
@@ -268,25 +360,26 @@ def test_the_sandbox_stand_in_gates_as_the_webhook_does(tmp_path: Path) -> None:
     assert outcome(run) == outcome(other)
 
 
-def test_execute_behind_the_gate_then_the_leader_lifts_a_stray_gate(tmp_path: Path) -> None:
+def test_execute_behind_the_gate_then_the_leader_lifts_a_stray_gate() -> None:
     """The shipped path: both rebuilt pods created gated, nominated, released and bound where planned;
     then a gated pod no run claims (a watcher that died before its run ended) is released by the
     leader's next resync."""
-    from kubernetes import client
+    from tests.k8s_fixtures import wait_for
 
-    from tests.sandbox_fixtures import wait_for
-
-    def stray(k8s: Any) -> None:
+    def stray(cluster: FakeCluster) -> None:
         pod = {"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": "stray", "namespace": NS, "labels": {"volcano.sh/job-name": "x"}},
                "spec": {"schedulerName": "volcano", "schedulingGates": [{"name": PLACEMENT_GATE}],
                         "containers": [{"name": "c", "image": "pause"}]}}  # fmt: skip
-        core = client.CoreV1Api(k8s)
-        core.create_namespaced_pod(NS, pod)
-        wait_for(lambda: not core.read_namespaced_pod("stray", NS).spec.scheduling_gates, 10,
-                 why="the leader lifted the stray gate")  # fmt: skip
+        cluster.create(PODS, pod)
 
-    created, done = _guide_execute(tmp_path, webhook=True, after=stray)
+        def lifted() -> bool:
+            found = cluster.get(PODS, "stray", NS)
+            return found is not None and not found["spec"].get("schedulingGates")
+
+        wait_for(lifted, 10, why="the leader lifted the stray gate")
+
+    created, done = _guide_execute(webhook=True, after=stray)
     assert true_reasons(done) == [("Complete", "ExecutionCompleted")], done["status"]
     for rel in done["status"]["relocations"]:
         placement = rel["placement"]
@@ -300,9 +393,11 @@ def test_the_lifter_lifts_only_what_is_due() -> None:
     index = _index()
     removed: list[list[Obj]] = []
 
-    class Core:
-        def patch_namespaced_pod(self, name: str, namespace: str, ops: list[Obj]) -> None:
+    class Recording(FakeCluster):
+        def patch(self, resource: Resource, name: str, namespace: str, ops: list[Obj], *, status: bool = False) -> Obj:
+            assert resource == PODS and not status
             removed.append(ops)
+            return super().patch(resource, name, namespace, ops, status=status)
 
     created = (NOW - timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
     pods = {
@@ -311,7 +406,9 @@ def test_the_lifter_lifts_only_what_is_due() -> None:
         (NS, "old"): _pod("old", spec__schedulingGates=[{"name": "x"}, {"name": PLACEMENT_GATE}],
                           metadata__creationTimestamp=created, metadata__uid="b"),  # its run finished
     }  # fmt: skip
-    lifter = Lifter(Core(), index, lambda name, ns: pods.get((ns, name)), clock=lambda: NOW, timeout=60)  # type: ignore[arg-type]
+    cluster = Recording()
+    cluster.load([{"apiVersion": "v1", "kind": "Pod", **p} for p in pods.values()])
+    lifter = Lifter(cluster, index, lambda name, ns: pods.get((ns, name)), clock=lambda: NOW, timeout=60)
     for pod in pods.values():
         lifter.on_pod("ADDED", pod)
     lifter.on_pod("ADDED", _pod("ungated"))
@@ -319,6 +416,8 @@ def test_the_lifter_lifts_only_what_is_due() -> None:
     assert removed == [[{"op": "test", "path": "/metadata/uid", "value": "b"},
                         {"op": "test", "path": "/spec/schedulingGates/1/name", "value": PLACEMENT_GATE},
                         {"op": "remove", "path": "/spec/schedulingGates/1"}]]  # fmt: skip
+    old = cluster.find(PODS, "old", NS)
+    assert old is not None and old["spec"]["schedulingGates"] == [{"name": "x"}]
     lifter.on_pod("DELETED", pods[(NS, "old")])
     lifter.timeout = 5
     assert lifter() == 1 and removed[-1][0]["value"] == "a"
@@ -357,29 +456,21 @@ def test_the_served_certificate_is_replaced_in_place() -> None:
         server.close()
 
 
-def test_the_ca_is_injected_again_when_the_configuration_lost_it(tmp_path: Path) -> None:
+def test_the_ca_is_injected_again_when_the_configuration_lost_it() -> None:
     """Applied after the watcher started, or re-applied without caBundle: the next refresh mends it."""
-    from kubernetes import client, config
-
-    from sidecar.cli.localgate import local_flags
-    from sidecar.sandbox.apiserver import ApiServer
-    from sidecar.watcher.args import LeaseFlags, WatchOptions
+    from sidecar.watcher.args import LeaseFlags, WatchOptions, WebhookFlags
     from sidecar.watcher.runner import webhook_certificate
 
-    with ApiServer() as api:
-        api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
-        k8s = config.new_client_from_config(str(api.kubeconfig(tmp_path / "kubeconfig")))
-        options = WatchOptions(lease=LeaseFlags(namespace="volcano-system"), webhook=local_flags(1))
-        try:
-            cert, _ = webhook_certificate(k8s, options)  # no configuration yet: nothing to inject into
-            admission = client.AdmissionregistrationV1Api(k8s)
-            admission.create_mutating_webhook_configuration(configuration({"url": "https://127.0.0.1:1/mutate-pods"}))
-            again, _ = webhook_certificate(k8s, options)  # what the periodic refresh does
-            assert again == cert, "the Secret's certificate is reused, not re-issued"
-            hooks = admission.read_mutating_webhook_configuration("repack-placement-gate").webhooks
-            ca = base64.b64decode(hooks[0].client_config.ca_bundle)
-            assert (
-                ca.startswith(b"-----BEGIN CERTIFICATE-----") and len({h.client_config.ca_bundle for h in hooks}) == 1
-            )
-        finally:
-            k8s.close()
+    cluster = FakeCluster()
+    cluster.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
+    flags = WebhookFlags(port=1, host="127.0.0.1", names=("127.0.0.1",))
+    options = WatchOptions(lease=LeaseFlags(namespace="volcano-system"), webhook=flags)
+    cert, _ = webhook_certificate(cluster, options)  # no configuration yet: nothing to inject into
+    cluster.create(WEBHOOK_CONFIGURATIONS, configuration({"url": "https://127.0.0.1:1/mutate-pods"}))
+    again, _ = webhook_certificate(cluster, options)  # what the periodic refresh does
+    assert again == cert, "the Secret's certificate is reused, not re-issued"
+    found = cluster.get(WEBHOOK_CONFIGURATIONS, CONFIGURATION)
+    assert found is not None
+    hooks = found["webhooks"]
+    ca = base64.b64decode(hooks[0]["clientConfig"]["caBundle"])
+    assert ca.startswith(b"-----BEGIN CERTIFICATE-----") and len({h["clientConfig"]["caBundle"] for h in hooks}) == 1

@@ -1,6 +1,6 @@
 """The Execute watcher's pure parts: journal records and their JSON, the per-record merge that keeps
 another writer's newer records, the eviction backoff, admission order and cooldown, and the outcome
-table (result.py), row by row."""
+table (execute/result.py), row by row."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from sidecar.watcher.admission import hold
-from sidecar.watcher.eviction import backoff, due
-from sidecar.watcher.journal import Eviction, Owner, Placement, Relocation, Result, apply_changes
-from sidecar.watcher.result import outcome, result
-from sidecar.watcher.status import rfc3339
+from sidecar.watcher.execute.eviction import backoff, due
+from sidecar.watcher.execute.journal import Eviction, Owner, Placement, Relocation, Result, apply_changes
+from sidecar.watcher.execute.result import outcome, result
+from sidecar.watcher.execute.serial import hold
+from sidecar.watcher.kit.status import rfc3339
 
 T0 = datetime(2026, 7, 30, 8, 0, 0, tzinfo=UTC)
 

@@ -1,21 +1,21 @@
-"""Leader election on a coordination.k8s.io/v1 Lease of the sandbox API server: one leader at a time,
-takeover after a crash only once the lease expired, at once after a release, a 409 race with one
-winner, and a leader whose renewals fail stepping down within its renew deadline."""
+"""Leader election on a coordination.k8s.io/v1 Lease through the fake cluster port: one leader at a
+time, takeover after a crash only once the lease expired, at once after a release, a 409 race with
+one winner, and a leader whose renewals fail (API errors, or calls cut at the time left) stepping
+down within its renew deadline."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client
 
-from sidecar.sandbox.apiserver import ApiServer
-from sidecar.watcher.lease import LeaderElector, LeaseConfig, micro_time, parse_time
-from tests.sandbox_fixtures import wait_for
+from sidecar.fake.cluster import FakeCluster
+from sidecar.watcher.kit.lease import LeaderElector, LeaseConfig, micro_time, parse_time
+from sidecar.watcher.kit.port import LEASES
+from tests.k8s_fixtures import wait_for
 
 NAME, NAMESPACE = "repack-watcher", "kube-system"
 #: short timings (client-go's ratios: duration > deadline > retry), one-second leases
@@ -24,9 +24,9 @@ NO_CALLBACKS: dict[str, Any] = {"on_started_leading": lambda: None, "on_stopped_
 
 
 @pytest.fixture
-def api() -> Iterator[ApiServer]:
-    with ApiServer(history=50, bookmark_every=0.2) as s:
-        yield s
+def cluster() -> FakeCluster:
+    """An empty cluster: the Lease is the only object."""
+    return FakeCluster()
 
 
 class Tracker:
@@ -62,13 +62,16 @@ def tracker() -> Tracker:
 
 
 @pytest.fixture
-def electors(k8s: client.ApiClient, tracker: Tracker) -> Iterator[Any]:
+def electors(cluster: FakeCluster, tracker: Tracker) -> Iterator[Any]:
     made: list[LeaderElector] = []
 
     def make(who: str, **timing: float) -> LeaderElector:
         conf = LeaseConfig(name=NAME, namespace=NAMESPACE, identity=who, **{**TIMING, **timing})
         e = LeaderElector(
-            k8s, conf, on_started_leading=lambda: tracker.started(who), on_stopped_leading=lambda: tracker.stopped(who)
+            cluster,
+            conf,
+            on_started_leading=lambda: tracker.started(who),
+            on_stopped_leading=lambda: tracker.stopped(who),
         )
         made.append(e)
         return e
@@ -78,9 +81,10 @@ def electors(k8s: client.ApiClient, tracker: Tracker) -> Iterator[Any]:
         e.stop()
 
 
-def lease(k8s: client.ApiClient) -> dict[str, Any]:
-    raw = client.CoordinationV1Api(k8s).read_namespaced_lease(NAME, NAMESPACE, _preload_content=False)
-    return json.loads(raw.data)  # type: ignore[no-any-return]
+def lease(cluster: FakeCluster) -> dict[str, Any]:
+    found = cluster.get(LEASES, NAME, NAMESPACE)
+    assert found is not None, "no Lease"
+    return found
 
 
 def leader(*candidates: LeaderElector) -> LeaderElector | None:
@@ -89,35 +93,35 @@ def leader(*candidates: LeaderElector) -> LeaderElector | None:
     return leading[0] if leading else None
 
 
-def test_one_of_two_electors_leads_and_the_other_waits(k8s: client.ApiClient, electors: Any, tracker: Tracker) -> None:
+def test_one_of_two_electors_leads_and_the_other_waits(cluster: FakeCluster, electors: Any, tracker: Tracker) -> None:
     a, b = electors("a").start(), electors("b").start()
     first = wait_for(lambda: leader(a, b))
     other = b if first is a else a
     time.sleep(1.5)  # more than a lease duration: renewals keep it
     assert leader(a, b) is first and tracker.events(other.identity) == []
-    spec = lease(k8s)["spec"]
+    spec = lease(cluster)["spec"]
     assert (spec["holderIdentity"], spec["leaseDurationSeconds"], spec["leaseTransitions"]) == (first.identity, 1, 0)
     assert time.time() - (parse_time(spec["renewTime"]) or 0) < 0.5
     assert tracker.most == 1
 
 
 def test_a_crashed_leader_is_replaced_only_after_its_lease_expires(
-    k8s: client.ApiClient, electors: Any, tracker: Tracker
+    cluster: FakeCluster, electors: Any, tracker: Tracker
 ) -> None:
     a = electors("a").start()
     wait_for(a.is_leader)
     b = electors("b").start()
     time.sleep(0.3)
     a.stop(release=False)  # as if the process died: the lease still names it
-    last_renewal = parse_time(lease(k8s)["spec"]["renewTime"]) or 0
+    last_renewal = parse_time(lease(cluster)["spec"]["renewTime"]) or 0
     wait_for(b.is_leader, timeout=5)
     assert tracker.first("b", "start") >= last_renewal + 1.0  # not before renewTime + leaseDurationSeconds
-    spec = lease(k8s)["spec"]
+    spec = lease(cluster)["spec"]
     assert (spec["holderIdentity"], spec["leaseTransitions"]) == ("b", 1)
     assert tracker.most == 1
 
 
-def test_a_released_lease_is_taken_over_at_once(k8s: client.ApiClient, electors: Any, tracker: Tracker) -> None:
+def test_a_released_lease_is_taken_over_at_once(cluster: FakeCluster, electors: Any, tracker: Tracker) -> None:
     a = electors("a").start()
     wait_for(a.is_leader)
     b = electors("b").start()
@@ -131,7 +135,7 @@ def test_a_released_lease_is_taken_over_at_once(k8s: client.ApiClient, electors:
     assert tracker.most == 1
 
 
-def test_handovers_never_make_two_leaders(k8s: client.ApiClient, electors: Any, tracker: Tracker) -> None:
+def test_handovers_never_make_two_leaders(cluster: FakeCluster, electors: Any, tracker: Tracker) -> None:
     running = [electors(f"e{i}").start() for i in range(3)]
     spawned = 3
     for crash in (False, True, False):
@@ -142,23 +146,22 @@ def test_handovers_never_make_two_leaders(k8s: client.ApiClient, electors: Any, 
         spawned += 1
     wait_for(lambda: leader(*running), timeout=5)
     assert tracker.most == 1
-    assert lease(k8s)["spec"]["leaseTransitions"] == 3
+    assert lease(cluster)["spec"]["leaseTransitions"] == 3
 
 
 @pytest.mark.parametrize("exists", [False, True], ids=["create", "replace"])
-def test_a_409_race_has_exactly_one_winner(api: ApiServer, k8s: client.ApiClient, electors: Any, exists: bool) -> None:
+def test_a_409_race_has_exactly_one_winner(cluster: FakeCluster, electors: Any, exists: bool) -> None:
     if exists:  # an expired lease left by a holder long gone
         old = micro_time(time.time() - 60)
-        body = {"metadata": {"name": NAME, "namespace": NAMESPACE}}
+        body: dict[str, Any] = {"metadata": {"name": NAME, "namespace": NAMESPACE}}
         body["spec"] = {"holderIdentity": "gone", "leaseDurationSeconds": 15, "renewTime": old, "acquireTime": old}
-        client.CoordinationV1Api(k8s).create_namespaced_lease(NAMESPACE, body)
+        cluster.create(LEASES, body)
     a, b = electors("a"), electors("b")
-    warm = LeaderElector(k8s, LeaseConfig(name="warm-up", namespace=NAMESPACE), **NO_CALLBACKS)
-    assert warm.try_acquire_or_renew() and warm.try_acquire_or_renew()  # the client's first calls are slow
-    wait_for(lambda: len(api.audit.records(None, "leases")) >= 4 + exists)  # a request is audited after its answer
+    alone = LeaderElector(cluster, LeaseConfig(name="alone", namespace=NAMESPACE), **NO_CALLBACKS)
+    assert alone.try_acquire_or_renew() and alone.try_acquire_or_renew()  # no contender: taken, then renewed
     verb = "update" if exists else "create"
-    api.faults.delay(0.3, verb, "leases")  # writes held back: both read the same version before either lands
-    api.audit.clear()
+    cluster.faults.delay(0.3, verb, "leases")  # writes held back: both read the same version before either lands
+    cluster.audit.clear()
     results: dict[str, bool] = {}
     together = threading.Barrier(2)
 
@@ -174,36 +177,35 @@ def test_a_409_race_has_exactly_one_winner(api: ApiServer, k8s: client.ApiClient
     assert sorted(results.values()) == [False, True]
     winner = "a" if results["a"] else "b"
 
-    def codes() -> list[int]:
-        return sorted(r.code for r in api.audit.records(verb, "leases"))
-
-    wait_for(lambda: len(codes()) == 2)
-    assert codes() == ([200, 409] if exists else [201, 409])
-    assert lease(k8s)["spec"]["holderIdentity"] == winner
+    codes = sorted(r.code for r in cluster.audit.records(verb, "leases"))
+    assert codes == ([200, 409] if exists else [201, 409])
+    assert lease(cluster)["spec"]["holderIdentity"] == winner
 
 
-def test_api_errors_during_renewal_make_the_leader_step_down(api: ApiServer, electors: Any, tracker: Tracker) -> None:
+def test_api_errors_during_renewal_make_the_leader_step_down(
+    cluster: FakeCluster, electors: Any, tracker: Tracker
+) -> None:
     a = electors("a").start()
     wait_for(a.is_leader)
-    api.faults.fail("*", "leases", 503, times=10**6)
+    cluster.faults.fail("*", "leases", 503, times=10**6)
     broken = time.time()
     wait_for(lambda: not a.is_leader(), timeout=5)
     stepped_down = tracker.first("a", "stop") - broken
     assert stepped_down <= 0.6 + 0.3  # within the renew deadline (plus a request's worth)
     assert tracker.events("a") == ["start", "stop"]
-    api.faults.clear()
+    cluster.faults.clear()
     wait_for(a.is_leader, timeout=5)  # back to candidacy, and the lease is free to take again
     assert tracker.events("a") == ["start", "stop", "start"]
 
 
-def test_a_slow_api_server_is_a_failed_renewal_too(api: ApiServer, electors: Any, tracker: Tracker) -> None:
+def test_a_slow_api_server_is_a_failed_renewal_too(cluster: FakeCluster, electors: Any, tracker: Tracker) -> None:
     a = electors("a").start()
     wait_for(a.is_leader)
-    api.faults.delay(2.0, "*", "leases")  # requests hang past the deadline: each is cut at the time left
+    cluster.faults.delay(2.0, "*", "leases")  # requests hang past the deadline: each is cut at the time left
     broken = time.time()
     wait_for(lambda: not a.is_leader(), timeout=5)
     assert tracker.first("a", "stop") - broken <= 0.6 + 0.3
-    api.faults.clear()
+    cluster.faults.clear()
 
 
 def test_bad_timings_are_refused() -> None:
@@ -214,4 +216,4 @@ def test_bad_timings_are_refused() -> None:
         "the renew deadline must be greater than the retry period"
     ]
     with pytest.raises(ValueError, match="renew deadline"):
-        LeaderElector(client.ApiClient(), LeaseConfig(lease_duration=5, renew_deadline=6), **NO_CALLBACKS)
+        LeaderElector(FakeCluster(), LeaseConfig(lease_duration=5, renew_deadline=6), **NO_CALLBACKS)

@@ -1,5 +1,6 @@
-"""``watch --metrics-port``: Prometheus text, /healthz and /readyz by real GETs while a real watcher
-drives the guide's Execute run on the sandbox; and its log lines name the run and the pod."""
+"""``watch --metrics-port``: Prometheus text, /healthz and /readyz by real GETs while the watcher (``watch``,
+its cluster the fake cluster port with the simulated control plane running) drives the guide's Execute
+run; and its log lines name the run and the pod."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import json
 import socket
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from prometheus_client import REGISTRY
@@ -15,13 +15,13 @@ from prometheus_client import REGISTRY
 from sidecar import logs
 from sidecar.cli import build_parser
 from sidecar.errors import InputError
-from sidecar.watcher import metrics
+from sidecar.fake.cluster import FakeCluster
+from sidecar.watcher import metrics, runner
 from sidecar.watcher import observer as observe
 from sidecar.watcher.args import WatchOptions, watch_options
-from sidecar.watcher.cluster import ClusterCache
-from sidecar.watcher.placement import PLACEMENT_GATE
-from sidecar.watcher.runner import watch
-from tests.execute_fixtures import WORKER0, sandbox
+from sidecar.watcher.execute.journal import Eviction, Placement, Relocation, eviction_outcome
+from sidecar.watcher.kit.cache import ClusterCache
+from tests.execute_fixtures import WORKER0, guide_box
 from tests.execute_fixtures import execute_run as execute_body
 from tests.http_fixtures import get
 
@@ -45,19 +45,19 @@ def wait_for(cond, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-de
         time.sleep(0.05)
 
 
-def test_watch_serves_metrics_and_probes_while_executing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_watch_serves_metrics_and_probes_while_executing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     logs.configure("json", "info")
     port = free_port()
     evicted = value("repack_evictions_total", result="evicted")
     nominated = value("repack_nominations_total", result="nominated")
     finished = value("repack_runs_total", mode="Execute", outcome="ExecutionCompleted")
-    with sandbox(tmp_path, threads=True, gates=(PLACEMENT_GATE,)) as box:
-        options = WatchOptions(
-            kubeconfig=str(tmp_path / "kubeconfig"), period=0.2, leader_elect=False,
-            metrics_port=port, metrics_host="127.0.0.1",
-        )  # fmt: skip
+    with guide_box(threads=True, gates=True) as box:
+        monkeypatch.setattr(runner, "connect", lambda kubeconfig, retries=True: box.cluster)
+        options = WatchOptions(period=0.2, leader_elect=False, metrics_port=port, metrics_host="127.0.0.1")
         stop = threading.Event()
-        thread = threading.Thread(target=watch, args=(options, None), kwargs={"stop": stop}, daemon=True)
+        thread = threading.Thread(target=runner.watch, args=(options, None), kwargs={"stop": stop}, daemon=True)
         thread.start()
         try:
             wait_for(lambda: get(port, "/readyz") == (200, "ok\n"), 30)
@@ -88,10 +88,8 @@ def test_watch_serves_metrics_and_probes_while_executing(tmp_path: Path, capsys:
     assert any(x.get("event") == "repackrun finished" and x.get("outcome") == "ExecutionCompleted" for x in lines)
 
 
-def test_probes_fail_when_informers_are_not_running(tmp_path: Path) -> None:
-    from kubernetes import client
-
-    cache = ClusterCache(client.ApiClient())  # never started, never synced
+def test_probes_fail_when_informers_are_not_running() -> None:
+    cache = ClusterCache(FakeCluster())  # never started, never synced
     checks = metrics.health_checks(cache, lambda: True)
     ok, why = checks["/healthz"]()
     assert not ok and why.startswith("informers not running: ")
@@ -100,14 +98,12 @@ def test_probes_fail_when_informers_are_not_running(tmp_path: Path) -> None:
 
 
 def test_relocation_phase_is_the_eviction_then_the_placement() -> None:
-    from sidecar.watcher.journal import Eviction, Placement, Relocation
-
     assert metrics.relocation_phase(Relocation(eviction=Eviction("Pending"))) == "Pending"
     rel = Relocation(eviction=Eviction("Evicted"), placement=Placement(phase="Nominated"))
     assert metrics.relocation_phase(rel) == "Nominated"
     gone = Relocation(eviction=Eviction("Evicted", message="already gone (404)"))
-    assert observe.eviction_result(gone) == "already_gone"
-    assert observe.eviction_result(Relocation(eviction=Eviction("Blocked"))) == "blocked"
+    assert eviction_outcome(gone) == "already_gone"
+    assert eviction_outcome(Relocation(eviction=Eviction("Blocked"))) == "blocked"
 
 
 def test_metrics_flags() -> None:

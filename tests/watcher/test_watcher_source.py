@@ -1,6 +1,7 @@
 """Which view a run is planned on: the sidecar's session ``latest`` while fresh (and in agreement with
 the informers), else the informer cache — in process, over gRPC with the age trailer, and a whole
-DryRun on the sandbox fed by a Volcano-shaped onSessionOpen."""
+DryRun and Execute on the fake cluster port planned on a sidecar fed by a Volcano-shaped
+onSessionOpen."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubernetes import client
 
 from sidecar.api.v1alpha1 import service_pb2, spec_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.client import RepackClient
 from sidecar.errors import InputError
-from sidecar.sandbox.objects import object_uid
+from sidecar.fake.cluster import FakeCluster
+from sidecar.fake.objects import object_uid
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import ServerConfig
 from sidecar.service import Deadline, RepackService
@@ -25,11 +26,11 @@ from sidecar.snapshot.io import load_snapshot, parse_dict
 from sidecar.watcher import observer as observe
 from sidecar.watcher.args import watch_arguments, watch_options
 from sidecar.watcher.dryrun import DryRunReconciler
-from sidecar.watcher.execute import ExecuteReconciler
-from sidecar.watcher.planner import InProcessPlanner
+from sidecar.watcher.execute.reconciler import ExecuteReconciler
+from sidecar.watcher.kit.port import EVENTS, REPACKRUNS
+from sidecar.watcher.sidecarport import InProcessSidecar
 from sidecar.watcher.source import INFORMER, SESSION, disagreement, plan_run
-from sidecar.watcher.status import GROUP, PLURAL, VERSION
-from tests.execute_fixtures import GUIDE, WORKER0, WORKER1, execute_run, sandbox
+from tests.execute_fixtures import GUIDE, WORKER0, WORKER1, execute_run, guide_box
 from tests.extender_fixtures import open_guide_session
 
 DRYRUN = Path(__file__).resolve().parents[2] / "sidecar" / "data" / "guide-ascend-dryrun.yaml"
@@ -72,7 +73,7 @@ def test_a_fresh_session_is_planned_on_and_gives_the_informers_plan(
     published: tuple[RepackService, pb.Snapshot], recorder: Recorder
 ) -> None:
     service, snap = published
-    planner = InProcessPlanner(service)
+    planner = InProcessSidecar(service)
     on_session = plan_run(planner, guide_spec(), lambda: snap, max_age=60)
     assert on_session.source == SESSION and 0 <= on_session.age < 60
     assert on_session.snapshot is snap  # UIDs and owners still come from the informers
@@ -87,9 +88,9 @@ def test_no_session_or_a_stale_one_falls_back_to_the_informer_cache(
     published: tuple[RepackService, pb.Snapshot],
 ) -> None:
     service, snap = published
-    assert plan_run(InProcessPlanner(RepackService()), guide_spec(), lambda: snap, max_age=60).source == INFORMER
+    assert plan_run(InProcessSidecar(RepackService()), guide_spec(), lambda: snap, max_age=60).source == INFORMER
     time.sleep(0.02)
-    stale = plan_run(InProcessPlanner(service), guide_spec(), lambda: snap, max_age=0.01)
+    stale = plan_run(InProcessSidecar(service), guide_spec(), lambda: snap, max_age=0.01)
     assert stale.source == INFORMER
 
 
@@ -99,7 +100,7 @@ def test_a_session_that_disagrees_with_the_informers_is_not_journaled(
     """The session moves a pod the informers place elsewhere (or do not know): the run is planned
     again on the informer snapshot, whose plan is consistent with the UIDs the journal reads."""
     service, snap = published
-    planner = InProcessPlanner(service)
+    planner = InProcessSidecar(service)
     plan = plan_run(planner, guide_spec(), lambda: snap, max_age=60).response.status.plan
     move = plan.moves[0]
     victim = move.pods[0]
@@ -138,31 +139,31 @@ def test_over_grpc_the_age_comes_from_the_trailer_and_the_volcano_session_agrees
         assert 0 <= age < 60 and response.status.plan.moves
         planned = plan_run(remote, guide_spec(), lambda: snap, max_age=60)
     assert planned.source == SESSION, "the extender's decode of the guide agrees with the informer view"
-    inline = InProcessPlanner().plan(pb_request(guide_spec(), snap))
+    inline = InProcessSidecar().plan(pb_request(guide_spec(), snap))
     assert planned.response.status.plan.freed_nodes == inline.status.plan.freed_nodes
 
 
-def test_a_dryrun_on_the_sandbox_plans_on_the_fed_session(
-    fed_sidecar: BackgroundServer, k8s: client.ApiClient, recorder: Recorder
+def test_a_dryrun_on_the_fake_cluster_plans_on_the_fed_session(
+    fed_sidecar: BackgroundServer, cluster: FakeCluster, recorder: Recorder
 ) -> None:
     run = yaml.safe_load(DRYRUN.read_text())
-    custom = client.CustomObjectsApi(k8s)
-    custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, run)
+    cluster.create(REPACKRUNS, run)
     name = run["metadata"]["name"]
     with RepackClient(fed_sidecar.target) as remote:
-        reconciler = DryRunReconciler(k8s, remote, session_max_age=60)
-        assert reconciler.reconcile(custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)).phase == "Succeeded"
+        reconciler = DryRunReconciler(cluster, remote, session_max_age=60)
+        created = cluster.get(REPACKRUNS, name)
+        assert created is not None and reconciler.reconcile(created).phase == "Succeeded"
     assert recorder.sources == [SESSION]
-    status = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)["status"]
-    assert status["plan"]["freedNodes"]
+    done = cluster.get(REPACKRUNS, name)
+    assert done is not None and done["status"]["plan"]["freedNodes"]
 
 
 def test_an_execute_run_journals_the_sessions_plan_with_the_informers_uids(
-    fed_sidecar: BackgroundServer, tmp_path: Path, recorder: Recorder
+    fed_sidecar: BackgroundServer, recorder: Recorder
 ) -> None:
-    with sandbox(tmp_path) as box, RepackClient(fed_sidecar.target) as remote:
+    with guide_box() as box, RepackClient(fed_sidecar.target) as remote:
         box.create_run(execute_run("on-latest", grace=0))
-        rec = ExecuteReconciler(box.api, remote, session_max_age=60)
+        rec = ExecuteReconciler(box.cluster, remote, session_max_age=60)
         assert box.drive(rec, "on-latest", passes=80, between=lambda: time.sleep(0.03)) == "Succeeded"
         status = box.run("on-latest")["status"]
         assert recorder.sources == [SESSION], "planned once, at admission, on the session"
@@ -172,8 +173,8 @@ def test_an_execute_run_journals_the_sessions_plan_with_the_informers_uids(
             (WORKER1, object_uid("t-train-1")),
         }
         assert all(r["owner"]["uid"] for r in status["relocations"])
-        events = [e for e in box.core.list_namespaced_event("default").items if e.involved_object.name == "on-latest"]
-        admitted = next(e.message for e in events if e.reason == "Admitted")
+        events = [e for e in box.cluster.items(EVENTS, "default") if e["involvedObject"]["name"] == "on-latest"]
+        admitted = next(e["message"] for e in events if e["reason"] == "Admitted")
         assert admitted.startswith("replanned on the scheduler's session latest (")
 
 

@@ -39,7 +39,7 @@ import (
 const SchedulerName = "volcano"
 
 // Case is a set of questions about one cluster: its objects (Namespaces, Nodes, PodGroups,
-// Pods, as sidecar.sandbox.objects.objects_from_snapshot writes them), one or more
+// Pods, as sidecar.fake.objects.objects_from_snapshot writes them), one or more
 // volcano-scheduler.conf texts (a session each), and the pending pods ("namespace/name") to
 // place, each asked on its own against the same session.
 type Case struct {

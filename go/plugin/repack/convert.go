@@ -26,11 +26,9 @@ import (
 // (NodeInfo.Allocatable, TaskInfo.InitResreq): the contract's units are Volcano's.
 
 const (
-	notReady    = "node.kubernetes.io/not-ready"
-	unreachable = "node.kubernetes.io/unreachable"
-	// the sandbox's stand-in for a controller owner (sidecar/snapshot/kube.py OWNER_KIND)
-	ownerKindAnnotation = "sandbox.repack.volcano.sh/owner-kind"
-	defaultScheduler    = "default-scheduler"
+	notReady         = "node.kubernetes.io/not-ready"
+	unreachable      = "node.kubernetes.io/unreachable"
+	defaultScheduler = "default-scheduler"
 	// how often (in objects) the capture looks at its budget
 	budgetStride = 256
 )

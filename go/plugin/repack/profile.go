@@ -21,8 +21,6 @@ func Profile(pod *v1.Pod) *pb.TaskProfile {
 	}
 	if owner := metav1.GetControllerOfNoCopy(pod); owner != nil {
 		p.OwnerKind = owner.Kind
-	} else {
-		p.OwnerKind = pod.Annotations[ownerKindAnnotation]
 	}
 	if a := spec.Affinity; a != nil {
 		if na := a.NodeAffinity; na != nil {

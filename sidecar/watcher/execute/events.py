@@ -21,7 +21,7 @@ def is_execute(run: Obj) -> bool:
     return mode_of(run) == Mode.EXECUTE
 
 
-class PodIndex:
+class JournalPods:
     """ "namespace/name" of a pod -> the unfinished Execute runs whose journal names it; kept from
     run events, read by Pod events."""
 
@@ -57,7 +57,7 @@ class ExecuteEvents:
 
     def __init__(self, runs: Callable[[], list[Obj]]) -> None:
         self._runs = runs
-        self.pods = PodIndex()
+        self.pods = JournalPods()
 
     def on_run(self, kind: str, run: Obj) -> list[str]:
         self.pods.update(run, deleted=kind == DELETED)

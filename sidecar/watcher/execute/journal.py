@@ -134,6 +134,16 @@ _NESTED: dict[tuple[str, str], type[_Json]] = {
 }
 
 
+def eviction_outcome(rel: Relocation) -> str:
+    """How a finished eviction is counted: evicted, already_gone (nothing to evict), blocked or failed."""
+    phase, message = rel.eviction.phase, rel.eviction.message
+    if phase == EvictionPhase.EVICTED:
+        return "already_gone" if message.startswith(("already", "not needed")) else "evicted"
+    if phase == EvictionPhase.BLOCKED:
+        return "blocked"
+    return "failed" if phase == EvictionPhase.FAILED else phase.lower()
+
+
 def relocations_of(status: Obj) -> list[Relocation]:
     return [Relocation.from_json(r) for r in status.get("relocations") or []]
 

@@ -147,7 +147,7 @@ class Placements:
     def close(self) -> None:
         """Drop the session (best effort: it expires by itself)."""
         if self._session:
-            with contextlib.suppress(PLANNER_ERRORS):
+            with contextlib.suppress(*PLANNER_ERRORS):
                 self._sidecar.close_session(self._session)
             self._session = ""
 

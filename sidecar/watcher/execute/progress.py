@@ -22,7 +22,7 @@ from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.kubeobj import Obj
 from sidecar.watcher import observer as observe
 from sidecar.watcher.execute.eviction import Evictor, due, read_pod, retry_at
-from sidecar.watcher.execute.journal import Placement, Relocation, apply_changes, relocations_of
+from sidecar.watcher.execute.journal import Placement, Relocation, apply_changes, eviction_outcome, relocations_of
 from sidecar.watcher.execute.placement import (
     Placements,
     bound_phase,
@@ -187,7 +187,9 @@ class Pass:
             phase = new.eviction.phase
             if phase == old.eviction.phase or phase == EvictionPhase.PENDING or not self._journaled(new):
                 continue
-            observe.eviction(new)
+            ev = new.eviction
+            observe.eviction(new.key, new.victim_pod_uid, new.from_node_name, eviction_outcome(new), ev.attempts,
+                             ev.message)  # fmt: skip
             where = f"{new.key} on {new.from_node_name}: {new.eviction.message}"
             reason = "Evicted" if phase == EvictionPhase.EVICTED else f"Eviction{phase}"
             self.t.writer.event(self.run_obj, reason, where, warning=phase != EvictionPhase.EVICTED)

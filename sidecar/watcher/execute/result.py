@@ -46,7 +46,7 @@ EVICTION_BLOCKED, TIMED_OUT_REASON, PARTIAL = (
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RunOutcome:
     phase: Phase
     reason: str
     message: str
@@ -62,27 +62,28 @@ def _pods(rels: list[Relocation]) -> str:
     return ", ".join(r.key for r in rels)
 
 
-def outcome(rels: list[Relocation], planned: list[str], freed: list[str]) -> Outcome:
+def outcome(rels: list[Relocation], planned: list[str], freed: list[str]) -> RunOutcome:
     """Rows 4-8 of the table: the finished run's phase, reason and message."""
     nodes = f"{len(freed)} of {len(planned)} planned nodes freed ({', '.join(freed) or 'none'})"
     reached = set(planned) <= set(freed)
     stuck = [r for r in rels if r.eviction.phase in (EvictionPhase.BLOCKED, EvictionPhase.FAILED)]
     if stuck and not reached:
         why = "; ".join(f"{r.key}: {r.eviction.message}" for r in stuck)
-        return Outcome(Phase.FAILED, EVICTION_BLOCKED, f"{len(stuck)} pods not evicted ({why}); {nodes}")
+        return RunOutcome(Phase.FAILED, EVICTION_BLOCKED, f"{len(stuck)} pods not evicted ({why}); {nodes}")
     late = [r for r in rels if r.placement.phase == PlacementPhase.TIMED_OUT]
     if late:
-        return Outcome(Phase.FAILED, TIMED_OUT_REASON, f"unfinished at the execution deadline: {_pods(late)}; {nodes}")
+        late_pods = f"unfinished at the execution deadline: {_pods(late)}; {nodes}"
+        return RunOutcome(Phase.FAILED, TIMED_OUT_REASON, late_pods)
     if not reached:
         holding = sorted(set(planned) - set(freed))
-        return Outcome(Phase.FAILED, PARTIAL, f"{nodes}; still holding the resource: {', '.join(holding)}")
+        return RunOutcome(Phase.FAILED, PARTIAL, f"{nodes}; still holding the resource: {', '.join(holding)}")
     placed = (PlacementPhase.BOUND, PlacementPhase.BOUND_ELSEWHERE)
     moved = [r for r in rels if r.placement.phase in placed and r.placement.actual_node_name]
     other = [r for r in moved if r.placement.actual_node_name != r.planned_node_name]
     if other:
         where = ", ".join(f"{r.key} on {r.placement.actual_node_name} (planned {r.planned_node_name})" for r in other)
-        return Outcome(Phase.SUCCEEDED, ALTERNATIVE, f"{nodes}; placed elsewhere: {where}")
-    return Outcome(Phase.SUCCEEDED, COMPLETED, f"{nodes}; every pod on its planned node")
+        return RunOutcome(Phase.SUCCEEDED, ALTERNATIVE, f"{nodes}; placed elsewhere: {where}")
+    return RunOutcome(Phase.SUCCEEDED, COMPLETED, f"{nodes}; every pod on its planned node")
 
 
 def result(

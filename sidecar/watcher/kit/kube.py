@@ -56,6 +56,7 @@ class _Stream:
 
     def __init__(self, response: Any) -> None:
         self._response = response
+        self._closed = False
 
     def __iter__(self) -> Iterator[tuple[str, Obj]]:
         try:
@@ -68,15 +69,17 @@ class _Stream:
                         raise Gone(str(obj.get("message") or "410 Gone"))
                     raise ApiError(code, str(obj.get("message") or ""), str(obj.get("reason") or ""))
                 yield kind, obj
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:  # ValueError: a torn JSON line
+            if self._closed:
+                return  # cut on purpose (``close``): the stream just ends
             raise Unreachable(f"watch stream cut: {type(exc).__name__}: {exc}") from exc
-        except ValueError as exc:  # a torn JSON line
-            raise Unreachable(f"watch stream torn: {exc}") from exc
         finally:
             self._response.release_conn()
 
     def close(self) -> None:
-        """Unblock a thread reading the stream (urllib3 ≥ 2.3 ``shutdown``; else close the socket)."""
+        """Unblock a thread reading the stream (urllib3 ≥ 2.3 ``shutdown``; else close the socket);
+        the reader's loop then ends as if the server had ended the stream."""
+        self._closed = True
         try:
             if hasattr(self._response, "shutdown"):
                 self._response.shutdown()
