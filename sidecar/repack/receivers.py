@@ -2,7 +2,8 @@
 
 Rule 1, which nodes may receive at all, is :attr:`Receivers.allowed`: never a node being emptied
 or already freed, never a node whose goal resource is idle (re-lighting it only moves the
-fragment). Rules 2-4 order the feasible allowed receivers by one key, smallest first::
+fragment): only nodes that hold it (:func:`sidecar.snapshot.holding.holding_nodes`, the definition
+fragmentation and Execute read too). Rules 2-4 order the feasible allowed receivers by one key, smallest first::
 
     (not stays[n], -capacity[n], -cost[n], free[n, goal] - req[goal], rank[n])
                                         with capacity[n] = cost[n] = 0 where stays[n]
@@ -40,6 +41,7 @@ from sidecar.mirror import kernels
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.types import S_OK, Subject
+from sidecar.snapshot.holding import holding_nodes
 from sidecar.snapshot.units import TOLERANCE
 
 F64 = npt.NDArray[np.float64]
@@ -179,9 +181,9 @@ class Receivers:
 
     def __init__(self, mirror: Mirror, sim: Simulation, goal: int, stays: Bools, cost: F64, rank: I64) -> None:
         self.mirror, self.sim, self.goal = mirror, sim, goal
-        held = sim.used[:, goal] - sim.releasing[:, goal] + sim.pipelined[:, goal]
-        #: rule 1; a node leaves the set when it is emptied, and only then
-        self.allowed: Bools = held > TOLERANCE
+        #: rule 1: the nodes holding the goal resource in the snapshot; a node leaves the set when
+        #: it is emptied, and only then
+        self.allowed: Bools = holding_nodes(mirror.state, goal)
         #: rule 2: will stay occupied (unmovable pods, out of scope, a PDB, or receiving in this plan)
         self.stays = stays
         #: rule 3, first: what the node can hold of the goal resource
