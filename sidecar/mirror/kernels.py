@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar import dispatch
-from sidecar.snapshot.units import TOLERANCE
+from sidecar.snapshot.units import TOLERANCE, less_equal
 
 F64 = npt.NDArray[np.float64]
 U8 = npt.NDArray[np.uint8]
@@ -45,7 +45,7 @@ def first_insufficient_twin(req: F64, free: F64, dims: npt.NDArray[np.intp]) -> 
     out = np.full(free.shape[0], -1, np.int16)
     for n in range(free.shape[0]):
         for d in dims:
-            if req[d] - free[n, d] >= TOLERANCE:
+            if not less_equal(float(req[d]), float(free[n, d])):
                 out[n] = d
                 break
     return out
@@ -72,7 +72,7 @@ def first_insufficient_vectorised(req: F64, free: F64, dims: npt.NDArray[np.intp
     """numpy form of the twin, used when the kernel is not built (same result)."""
     if dims.size == 0:
         return np.full(free.shape[0], -1, np.int16)
-    bad = (req[dims][None, :] - free[:, dims]) >= TOLERANCE
+    bad = ~less_equal(req[dims][None, :], free[:, dims])
     any_bad = bad.any(axis=1)
     return np.where(any_bad, dims[bad.argmax(axis=1)], -1).astype(np.int16)
 
@@ -120,7 +120,8 @@ def feasible_counts_twin(m: ClassMasks) -> npt.NDArray[np.int64]:
             if m.class_dynamic[c] >= 0 and not m.dynamic_ok[m.class_dynamic[c], n]:
                 continue
             if all(
-                not m.class_dims[c, r] or m.class_req[c, r] - m.free[n, r] < TOLERANCE for r in range(m.free.shape[1])
+                not m.class_dims[c, r] or less_equal(float(m.class_req[c, r]), float(m.free[n, r]))
+                for r in range(m.free.shape[1])
             ):
                 total += 1
         counts[c] = total
@@ -136,7 +137,7 @@ def feasible_counts_vectorised(m: ClassMasks) -> npt.NDArray[np.int64]:
             ok &= m.dynamic_ok[m.class_dynamic[c]].astype(bool)
         dims = np.flatnonzero(m.class_dims[c])
         if dims.size:
-            ok &= ((m.class_req[c, dims][None, :] - m.free[:, dims]) < TOLERANCE).all(axis=1)
+            ok &= less_equal(m.class_req[c, dims][None, :], m.free[:, dims]).all(axis=1)
         counts[c] = int(ok.sum())
     return counts
 

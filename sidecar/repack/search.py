@@ -37,7 +37,8 @@ from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.types import Subject
 from sidecar.repack import receivers
 from sidecar.repack.receivers import Key, Receivers, key
-from sidecar.snapshot.units import TOLERANCE
+from sidecar.snapshot.ledger import future_idle, idle
+from sidecar.snapshot.units import TOLERANCE, less_equal
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -185,7 +186,7 @@ def place_pods_twin(inp: PodsInput, stuck: set[int] | None = None) -> list[int] 
         if not inp.allowed[n] or not inp.static_ok[inp.static_row[k], n] or count >= inp.pod_cap[n]:
             return False
         dims = np.flatnonzero(inp.fit[k])
-        return not any(inp.req[k, d] - future[d] >= TOLERANCE for d in dims) and rules_ok(k, n)
+        return all(less_equal(float(inp.req[k, d]), float(future[d])) for d in dims) and rules_ok(k, n)
 
     n_pods, budget = inp.req.shape[0], inp.budget
     targets: list[int] = []
@@ -208,7 +209,7 @@ def place_pods_twin(inp: PodsInput, stuck: set[int] | None = None) -> list[int] 
         _, n = min(later)
         used, _, count = rows(n)
         used = used + inp.req[k]
-        future = inp.alloc[n] - used + inp.releasing[n] - inp.pipelined[n]
+        future = future_idle(idle(inp.alloc[n], used), inp.releasing[n], inp.pipelined[n])
         overlay.setdefault(n, []).append((used, future, count + 1))
         tally(k, n, 1)
         targets.append(n)
