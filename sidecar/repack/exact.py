@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from sidecar.mirror.domaincount import room
 from sidecar.mirror.simulation import Simulation, task_ports
 from sidecar.repack.candidates import RECEIVER, Candidate, Outcome, Prepared, emptied_outcome
 from sidecar.repack.cost import GangState, initial_deltas
@@ -258,8 +259,8 @@ class Model:
             nodes = {n for t in owners for n in map(int, self.allowed[t])}
             for n in sorted(nodes):
                 cols = [x[(int(u), n)] for u in matched if (int(u), n) in x]
-                if cols:
-                    h.addRow(-inf, float(max(0, skew - int(staying[n]))), len(cols), cols, [1.0] * len(cols))
+                if cols:  # the domain rule with minimum 0: room for maxSkew - staying more
+                    h.addRow(-inf, float(room(int(staying[n]), 0, skew)), len(cols), cols, [1.0] * len(cols))
 
     def _budgets(self, h: Any, y: list[int], inf: float) -> None:
         spec, cands, state = self.planner.spec, self.cands, self.planner.state

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar.mirror.core import Mirror
+from sidecar.mirror.domaincount import domain_min, too_skewed
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.types import Subject
 from sidecar.repack import receivers
@@ -159,9 +160,8 @@ def place_pods_twin(inp: PodsInput, stuck: set[int] | None = None) -> list[int] 
                 if sp.missing_ok[r]:
                     continue
                 return False
-            doms = sp.domains[sp.domain_off[r] : sp.domain_off[r + 1]]
-            low = 0 if sp.zero_min[r] or doms.size == 0 else int(counts[r][doms].min())
-            if counts[r][code] + sp.self_match[r] - low > sp.max_skew[r]:
+            low = domain_min(counts[r], sp.domains[sp.domain_off[r] : sp.domain_off[r + 1]], bool(sp.zero_min[r]))
+            if too_skewed(int(counts[r][code]), int(sp.self_match[r]), low, int(sp.max_skew[r])):
                 return False
         return True
 
