@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-"""Cython kernels for sidecar.mirror: kernels.py and Simulation.relocate; the Python twins there are
-the specification."""
+"""Cython kernels for sidecar.mirror: kernels.py (specified by tests/mirror/reference_kernels.py, with
+numpy forms in kernels.py) and Simulation.relocate (its twin relocate_twin there)."""
 
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
 

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
 """Cython kernels for sidecar.repack.receivers (best_receiver) and sidecar.repack.search (place_pods);
-best_receiver_twin and place_pods_twin there are the specifications. LessEqual, FutureIdle, the
-receiver order and the domain rule come from volcano.pxd."""
+tests/repack/reference_receivers.py and reference_search.py are their specifications. LessEqual,
+FutureIdle, the receiver order and the domain rule come from volcano.pxd."""
 
 import numpy as np
 
@@ -38,8 +38,8 @@ def best_receiver(const double[::1] req, const Py_ssize_t[::1] dims, const doubl
 
 
 cdef class NodeSearch:
-    """search.place_pods_twin over one planning loop's arrays, bound once: ``place(a, b, budget)``
-    searches for pods a..b-1 of ``req``. The node arrays are the caller's live arrays (read, never
+    """The node-level search (tests/repack/reference_search.py) over one planning loop's arrays,
+    bound once: ``place(a, b, budget)`` searches for pods a..b-1 of ``req``. The node arrays are the caller's live arrays (read, never
     written); the node-only checks come as each static row's passing nodes (``static_nodes``
     between ``static_bounds``), and of those a pod scans only the live ones: nodes still allowed
     with room for the smallest goal request of the loop (``min_goal``). An allowed node's room only
@@ -253,7 +253,8 @@ cdef class NodeSearch:
             for d in range(n_res):
                 u = (self.ov_used[s, d] if s >= 0 else self.used[best, d]) + self.req[p, d]
                 self.ov_used[k, d] = u
-                self.ov_future[k, d] = future_idle(self.alloc[best, d] - u, self.releasing[best, d], self.pipelined[best, d])
+                self.ov_future[k, d] = future_idle(self.alloc[best, d] - u, self.releasing[best, d],
+                                                   self.pipelined[best, d])
             self.ov_count[k] = (self.ov_count[s] if s >= 0 else self.pod_count[best]) + 1
             self.prev_slot[k] = s
             self.slot[best] = k

@@ -11,7 +11,7 @@ minimum is the smallest count over the eligible domains (0 with fewer domains th
 existing pods' terms toward it): maxSkew 0, minimum 0, self 0 -- a node fails when its domain
 holds one such pod, releasing ones included (:func:`counted`).
 
-The Filter (spread.py, interpod.py), the planner's search twin and the exact planner's spread
+The Filter (spread.py, interpod.py), the search's reference loop and the exact planner's spread
 caps (:func:`room`) read these; the kernels read ``too_skewed`` and ``domain_min`` in
 ``ext/volcano.pxd``, the same expressions.
 """

@@ -22,11 +22,11 @@ eight-card ones, 476 nodes freed against a plain first-fit drain's 513; by capac
 
 The key is written once in Python, :func:`key_columns` (:func:`key` takes one node's, :func:`order`
 sorts by them), and once for the kernels, ``receiver_after`` in ``ext/volcano.pxd``. Three forms
-of the first choice must agree (tests/repack/test_receivers.py): :func:`best_receiver_twin`, the
-loop that specifies it; :func:`order`, the numpy order the planner walks; and the Cython kernel
-``ext/receivers.pyx`` behind :func:`best_receiver`, which finds the first choice of a pod with
-node-level constraints only in one pass over the nodes. :mod:`sidecar.dispatch` picks the
-implementation.
+of the first choice must agree (tests/repack/test_receivers.py): the loop that specifies it
+(tests/repack/reference_receivers.py: production never runs it); :func:`order`, the numpy order
+the planner walks; and the Cython kernel ``ext/receivers.pyx`` behind :func:`best_receiver`,
+which finds the first choice of a pod with node-level constraints only in one pass over the nodes.
+:mod:`sidecar.dispatch` picks the implementation.
 """
 
 from __future__ import annotations
@@ -103,23 +103,6 @@ def key(stays: bool, capacity: float, cost: float, left: float, rank: int) -> Ke
     return (int(s), float(cap), float(c), float(lft), int(r))
 
 
-def best_receiver_twin(inp: ReceiverInput) -> int:
-    """The first choice, as a plain loop (the specification): among allowed nodes that pass the
-    node-only checks, the pod count and resource fit, the one with the smallest key; -1 if none."""
-    best, best_key = -1, (0, 0.0, 0.0, 0.0, 0)
-    req, free, goal = inp.req, inp.free, inp.goal
-    for n in range(free.shape[0]):
-        if not inp.allowed[n] or not inp.static_ok[n] or inp.pod_count[n] >= inp.pod_cap[n]:
-            continue
-        if not all(less_equal(float(req[d]), float(free[n, d])) for d in inp.dims):
-            continue
-        left = float(free[n, goal] - req[goal])
-        k = key(bool(inp.stays[n]), float(inp.capacity[n]), float(inp.cost[n]), left, int(inp.rank[n]))
-        if best < 0 or k < best_key:
-            best, best_key = n, k
-    return best
-
-
 def order(nodes: Nodes, stays: Bools, capacity: F64, cost: F64, left: F64, rank: I64) -> Iterator[int]:
     """``nodes`` in the key's order (numpy). ``left`` (goal capacity left after the move) is
     aligned with ``nodes``; ``stays``, ``capacity``, ``cost`` and ``rank`` are per node. The first
@@ -140,7 +123,8 @@ def order(nodes: Nodes, stays: Bools, capacity: F64, cost: F64, left: F64, rank:
 
 
 def best_receiver_vectorised(inp: ReceiverInput) -> int:
-    """The twin's answer from numpy: the feasible allowed nodes, then :func:`order`'s first."""
+    """The first choice from numpy: among allowed nodes that pass the node-only checks, the pod
+    count and resource fit, :func:`order`'s first; -1 if none."""
     ok = inp.allowed.astype(bool) & inp.static_ok.astype(bool) & (inp.pod_count < inp.pod_cap)
     if inp.dims.size:
         ok &= less_equal(inp.req[inp.dims][None, :], inp.free[:, inp.dims]).all(axis=1)
@@ -151,15 +135,12 @@ def best_receiver_vectorised(inp: ReceiverInput) -> int:
 
 def kernel_in_use() -> bool:
     """The planner takes its one-pass fast path only with the compiled kernel; otherwise it walks
-    :func:`order` over the mirror's Filter (the loop twin is a specification, far too slow)."""
+    :func:`order` over the mirror's Filter (the loop that specifies the kernel is far too slow)."""
     return kernel() is not None
 
 
 def best_receiver(inp: ReceiverInput) -> int:
-    how = dispatch.mode(_K)
-    if how == "twin":
-        return best_receiver_twin(inp)
-    if how == "vectorised":
+    if dispatch.mode(_K) != "kernel":
         return best_receiver_vectorised(inp)
     c = np.ascontiguousarray
     return int(
