@@ -20,8 +20,8 @@ left after the move (rule 4); then node name (``rank``). Measured on the churned
 (bench.report): ordering rule 3 by interruption cost alone filled 70 two-card nodes and emptied
 eight-card ones, 476 nodes freed against a plain first-fit drain's 513; by capacity first, 518.
 
-The key is written once in Python, :func:`key_columns` (:func:`key` takes one node's, :func:`order`
-sorts by them), and once for the kernels, ``receiver_after`` in ``ext/volcano.pxd``. Three forms
+The key is written once in Python, :func:`key_columns` (:func:`order` sorts by them; the reference
+loops in tests/repack take one node's), and once for the kernels, ``receiver_after`` in ``ext/volcano.pxd``. Three forms
 of the first choice must agree (tests/repack/test_receivers.py): the loop that specifies it
 (tests/repack/reference_receivers.py: production never runs it); :func:`order`, the numpy order
 the planner walks; and the Cython kernel ``ext/receivers.pyx`` behind :func:`best_receiver`,
@@ -86,7 +86,6 @@ class ReceiverInput:
     goal: int  # the goal resource's column
 
 
-Key = tuple[int, float, float, float, int]
 Columns = tuple[Bools, F64, F64, F64, I64]
 
 
@@ -95,12 +94,6 @@ def key_columns(stays: Bools, capacity: F64, cost: F64, left: F64, rank: I64) ->
     better): not staying (rule 2), minus the goal capacity and minus the cost, both 0 where the
     node stays (rule 3), the goal capacity ``left`` after the move (rule 4), the name rank."""
     return (~stays, -np.where(stays, 0.0, capacity), -np.where(stays, 0.0, cost), left, rank)
-
-
-def key(stays: bool, capacity: float, cost: float, left: float, rank: int) -> Key:
-    """:func:`key_columns` for one node, as a tuple."""
-    s, cap, c, lft, r = key_columns(np.array(stays), np.array(capacity), np.array(cost), np.array(left), np.array(rank))
-    return (int(s), float(cap), float(c), float(lft), int(r))
 
 
 def order(nodes: Nodes, stays: Bools, capacity: F64, cost: F64, left: F64, rank: I64) -> Iterator[int]:

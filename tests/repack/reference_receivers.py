@@ -1,13 +1,23 @@
 """The specification of the receivers kernel's first choice (sidecar/repack/receivers.py,
-ext/receivers.pyx best_receiver): a plain loop over the nodes with the key of receivers.key.
-Production never runs it (without the kernel the planner walks receivers.order over the Filter),
+ext/receivers.pyx best_receiver): a plain loop over the nodes, keyed by receivers.key_columns one
+node at a time. Production never runs it (without the kernel the planner walks receivers.order over the Filter),
 so it lives here, beside its test (test_receivers.py compares it with the kernel and the numpy
 form on random inputs)."""
 
 from __future__ import annotations
 
-from sidecar.repack.receivers import ReceiverInput, key
+import numpy as np
+
+from sidecar.repack.receivers import ReceiverInput, key_columns
 from sidecar.snapshot.units import less_equal
+
+Key = tuple[int, float, float, float, int]
+
+
+def key(stays: bool, capacity: float, cost: float, left: float, rank: int) -> Key:
+    """receivers.key_columns for one node, as a tuple (smaller is better)."""
+    s, cap, c, lft, r = key_columns(np.array(stays), np.array(capacity), np.array(cost), np.array(left), np.array(rank))
+    return (int(s), float(cap), float(c), float(lft), int(r))
 
 
 def best_receiver(inp: ReceiverInput) -> int:

@@ -9,10 +9,10 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar.mirror.domaincount import domain_min, too_skewed
-from sidecar.repack.receivers import Key, key
 from sidecar.repack.search import PodsInput
 from sidecar.snapshot.ledger import future_idle, idle
 from sidecar.snapshot.units import less_equal
+from tests.repack.reference_receivers import Key, key
 
 F64 = npt.NDArray[np.float64]
 

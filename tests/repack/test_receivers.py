@@ -61,7 +61,7 @@ def test_order_walks_the_key(inp: ReceiverInput) -> None:
     assert sorted(walked) == nodes.tolist()
     left_of = dict(zip(nodes.tolist(), left.tolist(), strict=True))
     keys = [
-        receivers.key(bool(stays[n]), float(inp.capacity[n]), float(inp.cost[n]), left_of[n], int(inp.rank[n]))
+        reference.key(bool(stays[n]), float(inp.capacity[n]), float(inp.cost[n]), left_of[n], int(inp.rank[n]))
         for n in walked
     ]
     assert keys == sorted(keys)
