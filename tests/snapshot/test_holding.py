@@ -43,6 +43,21 @@ def test_the_status_rule() -> None:
     assert not holds(0)  # STATUS_UNSPECIFIED is no status
 
 
+def test_execute_form_reads_both_task_forms_and_skips_a_uid() -> None:
+    """``holding_node_names`` over a decoded snapshot: the same nodes from rows and columns; a
+    node whose only goal pod is skipped holds nothing."""
+    snap = synth(SynthOptions(nodes=10, fill=0.5, seed=4))
+    state, rows = decode(snap), decode(to_rows(snap))
+    names = holding_node_names(state, GPU)
+    assert names == holding_node_names(rows, GPU)
+    assert holding_node_names(state, "example.com/none") == set()
+    g = state.resource(GPU)
+    on = np.bincount(state.task_node[(state.task_req[:, g] > 0) & (state.task_node >= 0)], minlength=state.n_nodes)
+    lone = next(n for n in range(state.n_nodes) if on[n] == 1)
+    (t,) = np.flatnonzero((state.task_node == lone) & (state.task_req[:, g] > 0))
+    assert holding_node_names(state, GPU, skip_uid=state.task_uid[t]) == names - {state.node_names[lone]}
+
+
 def users(state: ClusterState, resource: str = GPU) -> dict[str, list[bool]]:
     """Each user's verdict per node: does it hold ``resource``?"""
     g = state.resource(resource)
