@@ -69,7 +69,8 @@ def extensions():
         raise KernelsRequired(f"REPACK_REQUIRE_KERNELS=1: kernel sources missing: {', '.join(missing)}")
     flags = ["-O3", "-ffp-contract=off"]  # no fused multiply-add: kernels and twins agree bit for bit
     exts = [Extension(name, [src], extra_compile_args=flags) for name, src in KERNELS.items() if Path(src).exists()]
-    return cythonize(exts, compiler_directives={"language_level": "3"}, quiet=True)
+    # ext/volcano.pxd: the rules every kernel cimports (LessEqual, FutureIdle, receiver order, domain rule)
+    return cythonize(exts, include_path=["ext"], compiler_directives={"language_level": "3"}, quiet=True)
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -24,11 +24,10 @@ import numpy.typing as npt
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.repack.cost import GangState
-from sidecar.repack.fragmentation import holding_mask
 from sidecar.repack.planner import Planner
 from sidecar.repack.spec import RunSpec
+from sidecar.snapshot.holding import holding_nodes, holding_tasks
 from sidecar.snapshot.state import ClusterState
-from sidecar.snapshot.taskstatus import RELEASING
 
 TOL = 0.1
 
@@ -228,16 +227,15 @@ def measure(state: ClusterState, run: RunSpec, proposal: Proposal) -> Outcome:
         moved[int(state.task_pod_group[t])] += 1
         cards += state.task_req[t, g]
     sim.commit()
-    holds = holding_mask(state) & (state.task_req[:, g] > TOL)
-    before = np.bincount(state.task_node[holds], weights=state.task_req[holds, g], minlength=state.n_nodes)
-    after_mask = sim.on_node() & (state.task_req[:, g] > TOL) & (sim.status != RELEASING)
-    after = np.bincount(sim.node_of[after_mask], weights=state.task_req[after_mask, g], minlength=state.n_nodes)
+    # the nodes holding the goal resource before and after the moves (the planner's definition)
+    before = holding_nodes(state, g)
+    after = holding_nodes(state, g, sim.node_of)
     # A move onto an idle node saves nothing: count what the occupied-node total lost.
-    freed = np.flatnonzero((before > TOL) & (after <= TOL)).tolist()
-    lit_mask = (before <= TOL) & (after > TOL)
+    freed = np.flatnonzero(before & ~after).tolist()
+    lit_mask = ~before & after
     lit = int(lit_mask.sum())
     freed_cards = float(state.node_alloc[freed, g].sum() - state.node_alloc[lit_mask, g].sum()) / 1000.0
-    gang = GangState.build(state, g, holding_mask(state))
+    gang = GangState.build(state, g, holding_tasks(state))
     below = sum(1 for pg, n in moved.items() if pg >= 0 and n > gang.safe(pg))
     return Outcome(
         proposal.method,

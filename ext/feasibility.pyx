@@ -1,8 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-"""Cython kernels for sidecar.mirror: kernels.py and Simulation.relocate; the Python twins there are
-the specification."""
+"""Cython kernels for sidecar.mirror: kernels.py (specified by tests/mirror/reference_kernels.py, with
+numpy forms in kernels.py) and Simulation.relocate (its twin relocate_twin there)."""
 
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
+
+from volcano cimport future_idle, less_equal
 
 
 def first_insufficient(const double[::1] req, const double[:, ::1] free, const Py_ssize_t[::1] dims,
@@ -13,7 +15,7 @@ def first_insufficient(const double[::1] req, const double[:, ::1] free, const P
             out[n] = -1
             for k in range(n_dims):
                 d = dims[k]
-                if req[d] - free[n, d] >= tol:
+                if not less_equal(req[d], free[n, d], tol):
                     out[n] = <int16_t>d
                     break
 
@@ -39,7 +41,7 @@ def feasible_counts(const double[:, ::1] class_req, const uint8_t[:, ::1] class_
                     continue
                 fits = True
                 for r in range(n_res):
-                    if class_dims[c, r] and class_req[c, r] - free[n, r] >= tol:
+                    if class_dims[c, r] and not less_equal(class_req[c, r], free[n, r], tol):
                         fits = False
                         break
                 if fits:
@@ -110,7 +112,7 @@ cdef class Relocator:
                 node = touched[j]
                 for d in range(n_res):
                     idle[node, d] = alloc[node, d] - used[node, d]
-                    future[node, d] = (idle[node, d] + releasing[node, d]) - pipelined[node, d]
+                    future[node, d] = future_idle(idle[node, d], releasing[node, d], pipelined[node, d])
             for k in range(tasks.shape[0]):
                 t = tasks[k]
                 node_of[t] = <int32_t>targets[k]

@@ -1,6 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """Cython kernel for sidecar.snapshot.ledger; the numpy twin there is the specification."""
 
+from volcano cimport less_equal
+
 def accumulate(const int[::1] task_node, const int[::1] task_status, const double[:, ::1] task_req,
                const double[:, ::1] alloc, double[:, ::1] used, double[:, ::1] releasing,
                double[:, ::1] pipelined, unsigned char[::1] refused, const signed char[::1] rule,
@@ -35,7 +37,7 @@ def accumulate(const int[::1] task_node, const int[::1] task_status, const doubl
             for r in range(n_res):
                 if rule[r] == 0 or (rule[r] == 2 and not task_req[t, r] > 0):
                     continue
-                if task_req[t, r] - (alloc[node, r] - used[node, r]) >= tolerance:
+                if not less_equal(task_req[t, r], alloc[node, r] - used[node, r], tolerance):
                     fits = False
                     break
             if not fits:

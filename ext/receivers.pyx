@@ -1,25 +1,13 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
 """Cython kernels for sidecar.repack.receivers (best_receiver) and sidecar.repack.search (place_pods);
-best_receiver_twin and place_pods_twin there are the specifications."""
+tests/repack/reference_receivers.py and reference_search.py are their specifications. LessEqual,
+FutureIdle, the receiver order and the domain rule come from volcano.pxd."""
 
 import numpy as np
 
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
-
-cdef inline bint _worse(uint8_t s, double cap, double c, double left, int64_t r,
-                        uint8_t bs, double bcap, double bc, double bleft, int64_t br) noexcept nogil:
-    """Is key (s, cap, c, left, r) after key (bs, bcap, bc, bleft, br) in receiver order? (cap and
-    c are 0 where s: rule 3 orders only the nodes that may still be emptied)"""
-    if s != bs:
-        return s < bs
-    if cap != bcap:
-        return cap < bcap
-    if c != bc:
-        return c < bc
-    if left != bleft:
-        return left > bleft
-    return r > br
+from volcano cimport domain_min, future_idle, less_equal, receiver_after, too_skewed
 
 
 def best_receiver(const double[::1] req, const Py_ssize_t[::1] dims, const double[:, ::1] free,
@@ -28,8 +16,7 @@ def best_receiver(const double[::1] req, const Py_ssize_t[::1] dims, const doubl
                   const double[::1] cost, const int64_t[::1] rank, Py_ssize_t goal, double tol):
     cdef Py_ssize_t n, k, d, best = -1, n_nodes = free.shape[0], n_dims = dims.shape[0]
     cdef bint fits, better
-    cdef double left, best_left = 0.0, c, best_cost = 0.0, cap, best_cap = 0.0
-    cdef uint8_t best_stays = 0
+    cdef double left, best_left = 0.0
     with nogil:
         for n in range(n_nodes):
             if not allowed[n] or not static_ok[n] or pod_count[n] >= pod_cap[n]:
@@ -37,25 +24,22 @@ def best_receiver(const double[::1] req, const Py_ssize_t[::1] dims, const doubl
             fits = True
             for k in range(n_dims):
                 d = dims[k]
-                if req[d] - free[n, d] >= tol:
+                if not less_equal(req[d], free[n, d], tol):
                     fits = False
                     break
             if not fits:
                 continue
             left = free[n, goal] - req[goal]
-            c = 0.0 if stays[n] else cost[n]
-            cap = 0.0 if stays[n] else capacity[n]
-            # the receiver order, written once: _worse
-            better = best < 0 or _worse(best_stays, best_cap, best_cost, best_left, rank[best],
-                                        stays[n], cap, c, left, rank[n])
+            better = best < 0 or receiver_after(stays[best], capacity[best], cost[best], best_left, rank[best],
+                                                stays[n], capacity[n], cost[n], left, rank[n])
             if better:
-                best, best_stays, best_cap, best_cost, best_left = n, stays[n], cap, c, left
+                best, best_left = n, left
     return best
 
 
 cdef class NodeSearch:
-    """search.place_pods_twin over one planning loop's arrays, bound once: ``place(a, b, budget)``
-    searches for pods a..b-1 of ``req``. The node arrays are the caller's live arrays (read, never
+    """The node-level search (tests/repack/reference_search.py) over one planning loop's arrays,
+    bound once: ``place(a, b, budget)`` searches for pods a..b-1 of ``req``. The node arrays are the caller's live arrays (read, never
     written); the node-only checks come as each static row's passing nodes (``static_nodes``
     between ``static_bounds``), and of those a pod scans only the live ones: nodes still allowed
     with room for the smallest goal request of the loop (``min_goal``). An allowed node's room only
@@ -120,7 +104,7 @@ cdef class NodeSearch:
                     self.live_count[s] += 1
 
     cdef bint _useful(self, Py_ssize_t n) noexcept nogil:
-        return self.allowed[n] and not (self.min_goal - self.future[n, self.goal] >= self.tol)
+        return self.allowed[n] and less_equal(self.min_goal, self.future[n, self.goal], self.tol)
 
     def retire(self, nodes):
         """Drop from the scan the ``nodes`` that can no longer take any pod of the loop."""
@@ -167,18 +151,11 @@ cdef class NodeSearch:
 
     cdef void _level_mins(self, Py_ssize_t k) noexcept nogil:
         """Each of pod k's rules' global minimum on the current counts."""
-        cdef Py_ssize_t j, r, i
-        cdef int64_t low, c
+        cdef Py_ssize_t j, r
         for j in range(self.pod_rule_off[k], self.pod_rule_off[k + 1]):
             r = self.pod_rules[j]
-            low = 0
-            if not self.zero_min[r] and self.domain_off[r + 1] > self.domain_off[r]:
-                low = self.counts[self.count_off[r] + self.domains[self.domain_off[r]]]
-                for i in range(self.domain_off[r] + 1, self.domain_off[r + 1]):
-                    c = self.counts[self.count_off[r] + self.domains[i]]
-                    if c < low:
-                        low = c
-            self.mins[r] = low
+            self.mins[r] = domain_min(&self.counts[self.count_off[r]], &self.domains[self.domain_off[r]],
+                                      self.domain_off[r + 1] - self.domain_off[r], self.zero_min[r])
 
     cdef bint _rules_ok(self, Py_ssize_t k, Py_ssize_t n) noexcept nogil:
         cdef Py_ssize_t j, r
@@ -190,7 +167,7 @@ cdef class NodeSearch:
                 if self.missing_ok[r]:
                     continue
                 return False
-            if self.counts[self.count_off[r] + code] + self.self_match[r] - self.mins[r] > self.max_skew[r]:
+            if too_skewed(self.counts[self.count_off[r] + code], self.self_match[r], self.mins[r], self.max_skew[r]):
                 return False
         return True
 
@@ -231,29 +208,27 @@ cdef class NodeSearch:
                 # the goal dimension first: a goal pod requests it, and it rules most nodes out
                 s = self.slot[n]
                 row = &self.ov_future[s, 0] if s >= 0 else &self.future[n, 0]
-                if self.fit[p, goal] and self.req[p, goal] - row[goal] >= tol:
+                if self.fit[p, goal] and not less_equal(self.req[p, goal], row[goal], tol):
                     continue
                 count = self.ov_count[s] if s >= 0 else self.pod_count[n]
                 if count >= self.pod_cap[n]:
                     continue
                 fits = True
                 for d in range(n_res):
-                    if self.fit[p, d] and self.req[p, d] - row[d] >= tol:
+                    if self.fit[p, d] and not less_equal(self.req[p, d], row[d], tol):
                         fits = False
                         break
                 if not fits:
                     continue
                 if self.n_rules and not self._rules_ok(k, n):
                     continue
-                st = self.stays[n]
-                c = 0.0 if st else self.cost[n]
-                cap = 0.0 if st else self.capacity[n]
+                st, cap, c = self.stays[n], self.capacity[n], self.cost[n]
                 left = row[goal] - self.req[p, goal]
-                if has_last and not _worse(st, cap, c, left, self.rank[n],
-                                           last_st, last_cap, last_c, last_left, last_rank):
+                if has_last and not receiver_after(st, cap, c, left, self.rank[n],
+                                                   last_st, last_cap, last_c, last_left, last_rank):
                     continue
-                if best < 0 or _worse(best_st, best_cap, best_c, best_left, self.rank[best],
-                                      st, cap, c, left, self.rank[n]):
+                if best < 0 or receiver_after(best_st, best_cap, best_c, best_left, self.rank[best],
+                                              st, cap, c, left, self.rank[n]):
                     best, best_st, best_cap, best_c, best_left = n, st, cap, c, left
             if best < 0 and not has_last:
                 self.stuck_at[k] = 1
@@ -266,9 +241,7 @@ cdef class NodeSearch:
                 self.slot[n] = self.prev_slot[k]
                 if self.n_rules:
                     self._count(k, n, -1)
-                last_st = self.stays[n]
-                last_c = 0.0 if last_st else self.cost[n]
-                last_cap = 0.0 if last_st else self.capacity[n]
+                last_st, last_cap, last_c = self.stays[n], self.capacity[n], self.cost[n]
                 s = self.slot[n]
                 row = &self.ov_future[s, 0] if s >= 0 else &self.future[n, 0]
                 last_left = row[goal] - self.req[a + k, goal]
@@ -280,7 +253,8 @@ cdef class NodeSearch:
             for d in range(n_res):
                 u = (self.ov_used[s, d] if s >= 0 else self.used[best, d]) + self.req[p, d]
                 self.ov_used[k, d] = u
-                self.ov_future[k, d] = ((self.alloc[best, d] - u) + self.releasing[best, d]) - self.pipelined[best, d]
+                self.ov_future[k, d] = future_idle(self.alloc[best, d] - u, self.releasing[best, d],
+                                                   self.pipelined[best, d])
             self.ov_count[k] = (self.ov_count[s] if s >= 0 else self.pod_count[best]) + 1
             self.prev_slot[k] = s
             self.slot[best] = k

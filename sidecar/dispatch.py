@@ -3,7 +3,9 @@
 Each kernel in ``ext/*.pyx`` has a loop *twin* (the readable specification) and usually a
 numpy *vectorised* form; tests run all three on the same inputs. Every dispatcher asks
 :func:`mode` which one to run, so one ``forced(...)`` block, or ``REPACK_KERNELS=python`` in
-the environment, switches all of them at once.
+the environment, switches all of them at once. A twin production never runs -- the kernel's
+fallback is its numpy form -- lives beside its test (``tests/<package>/reference_*.py``); such a
+dispatcher runs the numpy form under ``forced("twin")``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ per node that provides the goal resource, in name order: its name, a **before** 
 the cards that will move out marked) and an **after** row (cards that stay, the cards that arrive
 marked; a freed node's column is green). Before and after share a column, so they cannot drift
 apart. Occupancy is what fragmentation counts (tasks that stay on their node, see
-``repack.fragmentation.holding_mask``); the moves come from the plan. A few lines of inline script
+``snapshot.holding.holding_tasks``); the moves come from the plan. A few lines of inline script
 light a column under the pointer and record layout facts (names shown, rows aligned) on the root
 element for the headless-browser test; the page reads the same without it.
 """
@@ -21,8 +21,8 @@ import numpy as np
 
 from sidecar.api.v1alpha1 import plan_pb2, spec_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.repack.fragmentation import holding_mask
 from sidecar.snapshot.decode import decode
+from sidecar.snapshot.holding import holding_tasks
 from sidecar.snapshot.units import to_user_units
 from sidecar.wording import change, count
 
@@ -97,7 +97,7 @@ def node_views(snapshot: pb.Snapshot, status: plan_pb2.RepackStatus, resource: s
     if not state.has_resource(resource):
         return []
     g = state.resource(resource)
-    holds = holding_mask(state) & (state.task_node >= 0)
+    holds = holding_tasks(state)
     used = np.zeros(state.n_nodes)
     np.add.at(used, state.task_node[holds], state.task_req[holds, g])
     out_cards: dict[str, float] = defaultdict(float)

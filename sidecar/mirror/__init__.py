@@ -20,7 +20,8 @@ Split like the Kubernetes scheduler plugins, so each rule can be read next to it
 - ``selectors``: label selectors, node selector terms and tolerations;
 - ``simulation``: tentative moves with exact rollback; also host ports (NodePorts);
 - ``conf``: volcano-scheduler.conf;
-- ``kernels``: hot loops (Cython, with Python twins).
+- ``kernels``: hot loops (Cython, with numpy forms; the loops that specify them are in tests/mirror);
+- ``domaincount``: the per-domain rule of topology spread and required anti-affinity, written once.
 """
 
 #: The release the mirror follows: the one go/plugin (and so ``volcano-oracle``) and the real

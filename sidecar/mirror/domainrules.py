@@ -11,8 +11,9 @@ the pods of some set placed there:
   included); a node without the key passes.
 
 So both are one rule, "count + self - min > maxSkew fails", with anti-affinity as maxSkew 0 and a
-minimum of 0. Pod affinity and host ports are not counts of this kind: a pod with either has no
-rules (None) and is planned with the Filter itself. The Filter stays the reference; the planner's
+minimum of 0, written once in :mod:`sidecar.mirror.domaincount` (``too_skewed`` in
+``ext/volcano.pxd`` for the kernel). Pod affinity and host ports are not counts of this kind: a pod
+with either has no rules (None) and is planned with the Filter itself. The Filter stays the reference; the planner's
 kernel is checked against it on real states (tests/repack/test_search.py).
 """
 
@@ -25,13 +26,13 @@ import numpy.typing as npt
 
 from sidecar.mirror import podchecks
 from sidecar.mirror.conf import SchedulerConf
+from sidecar.mirror.domaincount import counted
 from sidecar.mirror.interpod import InterPodAffinity
 from sidecar.mirror.podindex import PodIndex
 from sidecar.mirror.selectors import NodeLabels
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.spread import TopologySpread
 from sidecar.mirror.types import Mask, Subject
-from sidecar.snapshot.taskstatus import RELEASING
 
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
@@ -60,10 +61,7 @@ class DomainRule:
             gone = np.sort(skip)
             at = np.minimum(np.searchsorted(gone, tasks), gone.size - 1)
             tasks = tasks[gone[at] != tasks]
-        keep = sim.on_node()[tasks]
-        if not self.include_releasing:
-            keep &= sim.status[tasks] != RELEASING
-        tasks = tasks[keep]
+        tasks = counted(sim, tasks, include_releasing=self.include_releasing)
         if self.eligible is not None:
             tasks = tasks[self.eligible[sim.node_of[tasks]]]
         codes = self.codes[sim.node_of[tasks]]

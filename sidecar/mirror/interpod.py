@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
+from sidecar.mirror.domaincount import too_skewed
 from sidecar.mirror.podindex import PodIndex
 from sidecar.mirror.selectors import NodeLabels, label_selector_matches
 from sidecar.mirror.simulation import Simulation
@@ -84,21 +85,22 @@ class InterPodAffinity:
             if subj.task is not None:
                 tasks = tasks[tasks != subj.task]
             codes = self.labels.column(t.key)[0][idx]
-            counts = index.domain_counts(t.key, tasks, sim)
-            blocked = (codes >= 0) & (counts[np.maximum(codes, 0)] > 0) if counts.size else np.zeros(n, bool)
-            code[(code == P_OK) & blocked] = P_ANTI
+            code[(code == P_OK) & _anti_blocked(index.domain_counts(t.key, tasks, sim), codes)] = P_ANTI
         # 3. Existing pods whose required anti-affinity terms match this pod.
         targets = index.anti_targets(subj) if index.anti_groups else []
-        if targets:
-            on_node = sim.on_node()
-            for g, key in targets:
-                members = index.anti_groups[g][2]
-                placed = members[on_node[members]]
-                if subj.task is not None:
-                    placed = placed[placed != subj.task]
-                codes = self.labels.column(key)[0]
-                doms = np.unique(codes[sim.node_of[placed]])
-                doms = doms[doms >= 0]
-                if doms.size:
-                    code[(code == P_OK) & np.isin(codes[idx], doms)] = P_EXISTING_ANTI
+        for g, key in targets:
+            members = index.anti_groups[g][2]
+            if subj.task is not None:
+                members = members[members != subj.task]
+            codes = self.labels.column(key)[0][idx]
+            code[(code == P_OK) & _anti_blocked(index.domain_counts(key, members, sim), codes)] = P_EXISTING_ANTI
         return code
+
+
+def _anti_blocked(counts: npt.NDArray[np.int64], codes: npt.NDArray[np.int32]) -> npt.NDArray[np.bool_]:
+    """Required anti-affinity on nodes of domain ``codes`` (-1: no key, passes) given the matching
+    pods per domain: the domain rule with maxSkew 0, minimum 0 and the pod not counted."""
+    if not counts.size:
+        return np.zeros(codes.size, bool)
+    out: npt.NDArray[np.bool_] = (codes >= 0) & too_skewed(counts[np.maximum(codes, 0)], 0, 0, 0)
+    return out

@@ -1,8 +1,10 @@
-"""Hot loops of the mirror core: Cython kernels (ext/feasibility.pyx) and their Python twins.
+"""Hot loops of the mirror core: Cython kernels (ext/feasibility.pyx) and their numpy forms.
 
-The twins below are the specification: plain loops that say exactly what is computed. The
-kernels must return identical results (tests/mirror/test_mirror_kernels.py, hypothesis).
-:mod:`sidecar.dispatch` picks the implementation for every kernel at once.
+Without the kernels the numpy forms below run. The loops that specify both -- what is computed,
+plainly -- never run in production, so they live beside their test
+(tests/mirror/reference_kernels.py), which compares the three on random inputs (hypothesis).
+:mod:`sidecar.dispatch` picks the implementation for every kernel at once; ``forced("twin")``
+runs the numpy forms here.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar import dispatch
-from sidecar.snapshot.units import TOLERANCE
+from sidecar.snapshot.units import TOLERANCE, less_equal
 
 F64 = npt.NDArray[np.float64]
 U8 = npt.NDArray[np.uint8]
@@ -37,25 +39,8 @@ def kernel() -> Any | None:
 # -- first insufficient resource ---------------------------------------------------------------
 
 
-def first_insufficient_twin(req: F64, free: F64, dims: npt.NDArray[np.intp]) -> npt.NDArray[np.int16]:
-    """For each node, the first resource in ``dims`` order with req - free >= 0.1, or -1.
-
-    Volcano's LessEqual: l <= r  iff  l < r or |l - r| < 0.1, i.e. l - r < 0.1.
-    """
-    out = np.full(free.shape[0], -1, np.int16)
-    for n in range(free.shape[0]):
-        for d in dims:
-            if req[d] - free[n, d] >= TOLERANCE:
-                out[n] = d
-                break
-    return out
-
-
 def first_insufficient(req: F64, free: F64, dims: npt.NDArray[np.intp]) -> npt.NDArray[np.int16]:
-    how = dispatch.mode(_K)
-    if how == "twin":
-        return first_insufficient_twin(req, free, dims)
-    if how == "kernel":
+    if dispatch.mode(_K) == "kernel":
         out = np.empty(free.shape[0], np.int16)
         _K.first_insufficient(
             np.ascontiguousarray(req, np.float64),
@@ -69,10 +54,11 @@ def first_insufficient(req: F64, free: F64, dims: npt.NDArray[np.intp]) -> npt.N
 
 
 def first_insufficient_vectorised(req: F64, free: F64, dims: npt.NDArray[np.intp]) -> npt.NDArray[np.int16]:
-    """numpy form of the twin, used when the kernel is not built (same result)."""
+    """For each node, the first resource in ``dims`` order whose request does not fit (Volcano's
+    LessEqual fails: req - free >= 0.1), or -1; used when the kernel is not built."""
     if dims.size == 0:
         return np.full(free.shape[0], -1, np.int16)
-    bad = (req[dims][None, :] - free[:, dims]) >= TOLERANCE
+    bad = ~less_equal(req[dims][None, :], free[:, dims])
     any_bad = bad.any(axis=1)
     return np.where(any_bad, dims[bad.argmax(axis=1)], -1).astype(np.int16)
 
@@ -108,26 +94,9 @@ class ClassMasks:
         )
 
 
-def feasible_counts_twin(m: ClassMasks) -> npt.NDArray[np.int64]:
+def feasible_counts_vectorised(m: ClassMasks) -> npt.NDArray[np.int64]:
     """Per task class: how many nodes pass the node-only checks, the class's dynamic mask (if
     any), the pod-count check and resource fit on the class's checked dimensions."""
-    counts = np.zeros(m.n_classes, np.int64)
-    for c in range(m.n_classes):
-        total = 0
-        for n in range(m.free.shape[0]):
-            if not m.pod_room[n] or not m.static_ok[m.class_static[c], n]:
-                continue
-            if m.class_dynamic[c] >= 0 and not m.dynamic_ok[m.class_dynamic[c], n]:
-                continue
-            if all(
-                not m.class_dims[c, r] or m.class_req[c, r] - m.free[n, r] < TOLERANCE for r in range(m.free.shape[1])
-            ):
-                total += 1
-        counts[c] = total
-    return counts
-
-
-def feasible_counts_vectorised(m: ClassMasks) -> npt.NDArray[np.int64]:
     counts = np.zeros(m.n_classes, np.int64)
     room = m.pod_room.astype(bool)
     for c in range(m.n_classes):
@@ -136,16 +105,13 @@ def feasible_counts_vectorised(m: ClassMasks) -> npt.NDArray[np.int64]:
             ok &= m.dynamic_ok[m.class_dynamic[c]].astype(bool)
         dims = np.flatnonzero(m.class_dims[c])
         if dims.size:
-            ok &= ((m.class_req[c, dims][None, :] - m.free[:, dims]) < TOLERANCE).all(axis=1)
+            ok &= less_equal(m.class_req[c, dims][None, :], m.free[:, dims]).all(axis=1)
         counts[c] = int(ok.sum())
     return counts
 
 
 def feasible_counts(m: ClassMasks) -> npt.NDArray[np.int64]:
-    how = dispatch.mode(_K)
-    if how == "twin":
-        return feasible_counts_twin(m)
-    if how == "vectorised":
+    if dispatch.mode(_K) != "kernel":
         return feasible_counts_vectorised(m)
     counts = np.empty(m.n_classes, np.int64)
     c = np.ascontiguousarray

@@ -12,11 +12,11 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.mirror.domaincount import counted
 from sidecar.mirror.selectors import NodeLabels, label_selector_matches
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.types import Namespaces, Subject
 from sidecar.snapshot.state import ClusterState
-from sidecar.snapshot.taskstatus import RELEASING
 
 Tasks = npt.NDArray[np.intp]
 
@@ -131,9 +131,7 @@ class PodIndex:
     ) -> npt.NDArray[np.int64]:
         """How many of ``tasks`` sit in each domain of label ``key`` (index = value code)."""
         codes, values, _ = self.labels.column(key)
-        placed = tasks[sim.on_node()[tasks]]
-        if not include_releasing:
-            placed = placed[sim.status[placed] != RELEASING]
+        placed = counted(sim, tasks, include_releasing=include_releasing)
         node_codes = codes[sim.node_of[placed]]
         return np.bincount(node_codes[node_codes >= 0], minlength=len(values)).astype(np.int64)
 

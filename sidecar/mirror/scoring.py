@@ -28,13 +28,13 @@ import numpy.typing as npt
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.mirror import resourcescores as rs
 from sidecar.mirror.conf import SchedulerConf
+from sidecar.mirror.domaincount import counted
 from sidecar.mirror.predicates import Predicates
 from sidecar.mirror.selectors import PREFER_NO_SCHEDULE, label_selector_matches, tolerates
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.spread import spread_selector
 from sidecar.mirror.types import Subject
 from sidecar.snapshot.state import nonzero_fallback
-from sidecar.snapshot.taskstatus import RELEASING
 from sidecar.snapshot.units import CPU, MEMORY
 
 #: the topology key whose spread count Kubernetes takes from the scored node's own pods
@@ -271,7 +271,7 @@ class NodeOrder:
             tasks = p.index.matching_tasks(spread_selector(c, subj.labels), frozenset({subj.namespace}))
             if subj.task is not None:
                 tasks = tasks[tasks != subj.task]
-            tasks = tasks[sim.on_node()[tasks] & (sim.status[tasks] != RELEASING)]
+            tasks = counted(sim, tasks, include_releasing=False)  # as the Filter counts them
             # each constraint's own inclusion policies (kubernetes v1.34.1 podtopologyspread/scoring.go
             # PreScore: matchNodeInclusionPolicies per constraint; found by bench.fidelity, seed 101949)
             counted_nodes = p.spread.eligible(subj, soft, c)

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar.mirror import kernels
+from sidecar.snapshot.ledger import future_idle, idle
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.taskstatus import ALLOCATED, PIPELINED, RELEASING, TERMINATED_MASK
 
@@ -56,8 +57,8 @@ class Simulation:
         self._log: list[_Undo] = []
         self.version = 0
         self._on_node: npt.NDArray[np.bool_] = on_node
-        self._idle: F64 = state.node_alloc - self.used
-        self._future: F64 = self._idle + self.releasing - self.pipelined
+        self._idle: F64 = idle(state.node_alloc, self.used)
+        self._future: F64 = future_idle(self._idle, self.releasing, self.pipelined)
         self._relocator: Any = None  # the kernel's relocate, bound to these rows on first use
 
     # -- views ---------------------------------------------------------------------------
@@ -78,9 +79,8 @@ class Simulation:
         return ports
 
     def _refresh(self, node: int) -> None:
-        alloc = self.state.node_alloc[node]
-        self._idle[node] = alloc - self.used[node]
-        self._future[node] = self._idle[node] + self.releasing[node] - self.pipelined[node]
+        self._idle[node] = idle(self.state.node_alloc[node], self.used[node])
+        self._future[node] = future_idle(self._idle[node], self.releasing[node], self.pipelined[node])
 
     def on_node(self) -> npt.NDArray[np.bool_]:
         """Tasks that occupy a node now (not terminated), including pipelined and releasing.

@@ -19,13 +19,13 @@ import numpy.typing as npt
 
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.errors import InputError
+from sidecar.mirror.domaincount import counted, domain_min, too_skewed
 from sidecar.mirror.nodechecks import NodeChecks
 from sidecar.mirror.podindex import PodIndex
 from sidecar.mirror.selectors import NodeLabels, first_untolerated, label_selector_matches, node_affinity_mask
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.types import I8, T_LABEL, T_OK, T_SKEW, Mask, Subject
 from sidecar.snapshot.state import ClusterState
-from sidecar.snapshot.taskstatus import RELEASING
 
 
 def spread_selector(c: pb.TopologySpreadConstraint, labels: Mapping[str, str]) -> pb.LabelSelector:
@@ -59,9 +59,7 @@ class SpreadRule:
 
     def min_count(self, counts: npt.NDArray[np.int64]) -> int:
         """The global minimum the skew is measured from."""
-        if self.min_forced_zero or not self.domains.size:
-            return 0
-        return int(counts[self.domains].min())
+        return domain_min(counts, self.domains, self.min_forced_zero)
 
 
 class TopologySpread:
@@ -155,17 +153,16 @@ class TopologySpread:
             min_count = r.min_count(counts)
             sub = r.codes[idx]
             missing = sub < 0
-            skew = counts[np.maximum(sub, 0)] + r.self_match - min_count
+            skewed = too_skewed(counts[np.maximum(sub, 0)], r.self_match, min_count, r.constraint.max_skew)
             code[(code == T_OK) & missing] = T_LABEL
-            code[(code == T_OK) & ~missing & (skew > r.constraint.max_skew)] = T_SKEW
+            code[(code == T_OK) & ~missing & skewed] = T_SKEW
         return code
 
 
 def domain_counts(r: SpreadRule, eligible: Mask, sim: Simulation, skip: int | None) -> npt.NDArray[np.int64]:
     """Pods the rule's selector matches per domain: placed, not releasing, on a node whose pods
     count (``eligible``), other than the pod being placed (``skip``)."""
-    tasks = r.tasks if skip is None else r.tasks[r.tasks != skip]
-    tasks = tasks[sim.on_node()[tasks] & (sim.status[tasks] != RELEASING)]
+    tasks = counted(sim, r.tasks if skip is None else r.tasks[r.tasks != skip], include_releasing=False)
     tasks = tasks[eligible[sim.node_of[tasks]]]
     dom_of_task = r.codes[sim.node_of[tasks]]
     # At least one slot, so that indexing stays valid when no node has the key at all.

@@ -18,8 +18,9 @@ import numpy.typing as npt
 from sidecar.mirror.predicates import Predicates
 from sidecar.mirror.types import S_OK
 from sidecar.repack.cost import GangState, GroupMoves
-from sidecar.repack.fragmentation import Fragmentation, fragmentation, holding_mask
+from sidecar.repack.fragmentation import Fragmentation, fragmentation
 from sidecar.repack.spec import RunSpec
+from sidecar.snapshot.holding import goal_tasks, holding_nodes, holding_tasks
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.taskstatus import PIPELINED
 from sidecar.snapshot.units import TOLERANCE
@@ -131,14 +132,14 @@ def prepare(
     budgets are left to :func:`sidecar.repack.limits.count_pdbs`."""
     before = fragmentation(state, spec.resource)
     outcomes: dict[int, Outcome] = {}
-    holds = holding_mask(state)
+    holds = holding_tasks(state)
     gang = GangState.build(state, max(goal, 0), holds) if goal >= 0 else GangState.build(state, 0, holds & False)
     pg_count = int(pg_in_scope.sum())
     node_count = int(node_in_scope.sum())
     if goal < 0 or before.occupied_nodes <= before.min_occupied_nodes:
         return Prepared(before, None, np.zeros(state.n_nodes, bool), gang, outcomes, pg_count, node_count)
     req_g = state.task_req[:, goal]
-    goal_pods = holds & (req_g > TOLERANCE)
+    goal_pods = goal_tasks(state, goal)
     providing = state.node_alloc[:, goal] > TOLERANCE
     names = spec.scheduler_names
     volcano = np.array([p.scheduler_name in names for p in state.profiles], bool)[state.task_profile]
@@ -149,7 +150,7 @@ def prepare(
 
     pinned = np.zeros(state.n_nodes, bool)  # will stay occupied whatever the plan does
     load = np.bincount(state.task_node[goal_pods], weights=req_g[goal_pods], minlength=state.n_nodes)
-    occupied = providing & (load > TOLERANCE)
+    occupied = providing & holding_nodes(state, goal)
     blocked_at = _first_per_node(state, goal_pods & ~movable)
     pipelined_at = _first_per_node(state, pipelined_goal)
     for n in map(int, np.flatnonzero(occupied)):

@@ -15,10 +15,11 @@ receiver ``n``), all binary::
 
 ``x_tn`` exists only where the mirror's Filter passes ``t`` on ``n`` in the cluster as it is
 (receivers never lose pods, so that verdict stands) and ``n`` is an allowed receiver (rule 1:
-it holds the goal resource). The model speaks only node-level constraints, hostname
-anti-affinity and hostname topology spread (a receiver ends with at most maxSkew matching pods:
-exact once some eligible node has none, which an emptied node ensures); a scope with pod
-affinity, host ports, or anti-affinity or spread on another key is planned greedily. The solver
+it holds the goal resource, :func:`sidecar.snapshot.holding.holding_nodes`). The model speaks only
+node-level constraints, hostname anti-affinity and hostname topology spread (a receiver ends with
+at most maxSkew matching pods: exact once some eligible node has none, which an emptied node
+ensures); a scope with pod affinity, host ports, or anti-affinity or spread on another key is
+planned greedily. The solver
 starts from the greedy plan and stops at ``time_limit``; its answer is replayed through the
 mirror (a Statement) and kept only when every move passes there and it frees more nodes than the
 greedy plan, or as many at a lower cost.
@@ -35,12 +36,14 @@ from typing import Any
 
 import numpy as np
 
+from sidecar.mirror.domaincount import room
 from sidecar.mirror.simulation import Simulation, task_ports
 from sidecar.repack.candidates import RECEIVER, Candidate, Outcome, Prepared, emptied_outcome
 from sidecar.repack.cost import GangState, initial_deltas
-from sidecar.repack.fragmentation import fragmentation, holding_mask
+from sidecar.repack.fragmentation import fragmentation
 from sidecar.repack.ranking import ranking_scores
 from sidecar.repack.result import Move, PlanningContext, PlanResult
+from sidecar.snapshot.holding import holding_nodes, holding_tasks
 from sidecar.snapshot.units import TOLERANCE
 
 #: scopes with more candidate nodes are planned greedily (the MILP grows with candidates × receivers)
@@ -138,15 +141,14 @@ class Model:
         self.status = "not solved"
         p = mirror.predicates
         sim = Simulation(state)
-        held = sim.used[:, goal] - sim.releasing[:, goal] + sim.pipelined[:, goal]
-        self.receivers = np.flatnonzero(held > TOLERANCE)
+        self.receivers = np.flatnonzero(holding_nodes(state, goal))  # rule 1, as the greedy planner's
         self.free = sim.future_idle()
         # the pod slot is bounded twice: allocate's fit on FutureIdle (``free``) and, with the
         # predicates plugin, the pod-number check (``pod_cap``, infinite without it)
         self.pods_left = np.minimum(p.pod_cap - sim.pod_count, self.free[:, p.pods_dim])
         self.index = {c.node: i for i, c in enumerate(cands)}
         # the guide's cost of emptying each candidate against the empty plan (the first round's ranking)
-        deltas = initial_deltas(GangState.build(state, goal, holding_mask(state)), cands)
+        deltas = initial_deltas(GangState.build(state, goal, holding_tasks(state)), cands)
         scores = ranking_scores(deltas, planner.spec.weights.as_tuple())
         self.cost = {c.node: float(s) for c, s in zip(cands, scores - scores.min(initial=0.0), strict=True)}
         self.allowed: dict[int, np.ndarray[Any, np.dtype[np.intp]]] = {}
@@ -257,8 +259,8 @@ class Model:
             nodes = {n for t in owners for n in map(int, self.allowed[t])}
             for n in sorted(nodes):
                 cols = [x[(int(u), n)] for u in matched if (int(u), n) in x]
-                if cols:
-                    h.addRow(-inf, float(max(0, skew - int(staying[n]))), len(cols), cols, [1.0] * len(cols))
+                if cols:  # the domain rule with minimum 0: room for maxSkew - staying more
+                    h.addRow(-inf, float(room(int(staying[n]), 0, skew)), len(cols), cols, [1.0] * len(cols))
 
     def _budgets(self, h: Any, y: list[int], inf: float) -> None:
         spec, cands, state = self.planner.spec, self.cands, self.planner.state

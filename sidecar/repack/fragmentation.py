@@ -3,8 +3,9 @@
     rate(R) = (occupied nodes - theoretical minimum occupied nodes) / providing nodes x 100
 
 * providing: nodes with Allocatable[R] > 0;
-* occupied: providing nodes where R is held by tasks that stay (the ledger's used minus
-  releasing, i.e. every non-terminated, non-pipelined task except Releasing ones);
+* occupied: providing nodes that hold R (:mod:`sidecar.snapshot.holding`, the one definition
+  receiver rule 1 and Execute read too: the ledger's used minus releasing, i.e. every placed,
+  non-terminated task except Pipelined and Releasing ones);
 * minimum: the fewest providing nodes that could hold those same tasks' R requests, each task
   indivisible (one-dimensional bin packing).  See :func:`min_occupied_nodes`.
 
@@ -21,8 +22,8 @@ from functools import reduce
 import numpy as np
 import numpy.typing as npt
 
+from sidecar.snapshot.holding import goal_tasks, holding_nodes
 from sidecar.snapshot.state import ClusterState
-from sidecar.snapshot.taskstatus import PIPELINED, RELEASING, TERMINATED_MASK
 from sidecar.snapshot.units import TOLERANCE, is_goal_resource, to_user_units
 
 I64 = npt.NDArray[np.int64]
@@ -135,20 +136,6 @@ def min_occupied_nodes(capacities: I64, sizes: I64) -> MinOccupied:
     return MinOccupied(_lower_bound(capacities, sizes), False)
 
 
-def holding_mask(state: ClusterState) -> npt.NDArray[np.bool_]:
-    """Tasks that hold their node's resources and stay: placed, not terminated, not pipelined, not
-    releasing, and not a Binding task the node's ledger refused (NodeInfo.AddTask counts it nowhere)."""
-    st = state.task_status
-    mask: npt.NDArray[np.bool_] = (
-        (state.task_node >= 0)
-        & ((st & TERMINATED_MASK) == 0)
-        & (st != PIPELINED)
-        & (st != RELEASING)
-        & ~state.ledger.refused
-    )
-    return mask
-
-
 def fragmentation(
     state: ClusterState, resource: str, *, task_node: npt.NDArray[np.int32] | None = None
 ) -> Fragmentation:
@@ -159,10 +146,9 @@ def fragmentation(
     alloc = state.node_alloc[:, r]
     providing = alloc > TOLERANCE
     nodes = state.task_node if task_node is None else task_node
-    holds = holding_mask(state) & (nodes >= 0) & (state.task_req[:, r] > TOLERANCE)
+    holds = goal_tasks(state, r, nodes)
     on_node = nodes[holds]
-    load = np.bincount(on_node, weights=state.task_req[holds, r], minlength=state.n_nodes)
-    occupied = int(np.count_nonzero(providing & (load > TOLERANCE)))
+    occupied = int(np.count_nonzero(providing & holding_nodes(state, r, nodes)))
     sizes = np.rint(state.task_req[holds, r][providing[on_node]]).astype(np.int64)
     capacities = np.rint(alloc[providing]).astype(np.int64)
     minimum = min_occupied_nodes(capacities, sizes)

@@ -20,7 +20,7 @@ from sidecar.repack.cost import GangState
 from sidecar.repack.spec import RunSpec
 from sidecar.repack.table import CandidateTable
 from sidecar.snapshot.state import ClusterState
-from sidecar.snapshot.units import TOLERANCE
+from sidecar.snapshot.units import TOLERANCE, less_equal
 from sidecar.wording import count
 
 #: the mirror's ``matching_profiles(selector)``: the profile rows a label selector matches
@@ -203,7 +203,7 @@ class Preflight:
             if f.size:
                 max_free[r] = f.max()
                 sum_free[r] = f.sum()
-        pod_bad = self.req > max_free[self.row] + TOLERANCE
+        pod_bad = ~less_equal(self.req, max_free[self.row])  # LessEqual fails on the roomiest receiver
         n = len(self.table.cands)
         need = np.bincount(self.cand * n_rows + self.row, weights=self.req, minlength=n * n_rows)
         over = (need.reshape(n, n_rows) > sum_free[None, :] + TOLERANCE).any(axis=1)

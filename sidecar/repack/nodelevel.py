@@ -9,7 +9,6 @@ committed move made useless.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -20,8 +19,8 @@ from sidecar.mirror.domainrules import DomainRule
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.types import task_subject
 from sidecar.repack.candidates import CandidatePods
-from sidecar.repack.receivers import Receivers, kernel_in_use
-from sidecar.repack.search import PLACEMENT_BUDGET, PodsInput, RulesInput, bind, place_pods_twin
+from sidecar.repack.receivers import Receivers
+from sidecar.repack.search import PLACEMENT_BUDGET, PodsInput, RulesInput, bind
 
 I64 = npt.NDArray[np.int64]
 
@@ -92,12 +91,11 @@ class NodeLevelPods:
             receivers.rank,
             receivers.goal,
         )
-        self._search = bind(self.inp, int(sizes.max(initial=0))) if kernel_in_use() else None
+        self._search = bind(self.inp, int(sizes.max(initial=0)))  # the compiled kernel (planner: kernel_in_use)
 
     def retire(self, nodes: list[int]) -> None:
         """A committed move touched ``nodes``: the kernel stops scanning those now of no use."""
-        if self._search is not None:
-            self._search.retire(nodes)
+        self._search.retire(nodes)
 
     def place(self, i: int, stuck: set[int] | None = None) -> list[int] | None:
         """Receivers for candidate ``i``'s pods on the current rows, or None (then ``stuck`` gets
@@ -105,14 +103,10 @@ class NodeLevelPods:
         a, b = int(self.pods.bounds[i]), int(self.pods.bounds[i + 1])
         rules = None if self._ruleless[i] else self.rules_input(a, b)
         try:
-            if self._search is not None:
-                targets: list[int] | None = self._search.place(a, b, PLACEMENT_BUDGET, rules)
-                if targets is None and stuck is not None:
-                    stuck.update(self._search.stuck(b - a))
-                return targets
-            inp = self.inp
-            part = dataclasses.replace(inp, req=inp.req[a:b], fit=inp.fit[a:b], static_row=inp.static_row[a:b])
-            return place_pods_twin(dataclasses.replace(part, rules=rules), stuck)
+            targets: list[int] | None = self._search.place(a, b, PLACEMENT_BUDGET, rules)
+            if targets is None and stuck is not None:
+                stuck.update(self._search.stuck(b - a))
+            return targets
         finally:
             for r, domains in self._written:  # the scratch is all zeros again
                 self._counts[r, domains] = 0

@@ -2,7 +2,8 @@
 
 Rule 1, which nodes may receive at all, is :attr:`Receivers.allowed`: never a node being emptied
 or already freed, never a node whose goal resource is idle (re-lighting it only moves the
-fragment). Rules 2-4 order the feasible allowed receivers by one key, smallest first::
+fragment): only nodes that hold it (:func:`sidecar.snapshot.holding.holding_nodes`, the definition
+fragmentation and Execute read too). Rules 2-4 order the feasible allowed receivers by one key, smallest first::
 
     (not stays[n], -capacity[n], -cost[n], free[n, goal] - req[goal], rank[n])
                                         with capacity[n] = cost[n] = 0 where stays[n]
@@ -19,10 +20,12 @@ left after the move (rule 4); then node name (``rank``). Measured on the churned
 (bench.report): ordering rule 3 by interruption cost alone filled 70 two-card nodes and emptied
 eight-card ones, 476 nodes freed against a plain first-fit drain's 513; by capacity first, 518.
 
-Three forms of the key, which must agree (tests/repack/test_receivers.py): :func:`best_receiver_twin`,
-the loop that specifies the first choice; :func:`order`, the numpy order the planner walks; and
-the Cython kernel ``ext/receivers.pyx`` behind :func:`best_receiver`, which finds the first
-choice of a pod with node-level constraints only in one pass over the nodes.
+The key is written once in Python, :func:`key_columns` (:func:`order` sorts by them; the reference
+loops in tests/repack take one node's), and once for the kernels, ``receiver_after`` in ``ext/volcano.pxd``. Three forms
+of the first choice must agree (tests/repack/test_receivers.py): the loop that specifies it
+(tests/repack/reference_receivers.py: production never runs it); :func:`order`, the numpy order
+the planner walks; and the Cython kernel ``ext/receivers.pyx`` behind :func:`best_receiver`,
+which finds the first choice of a pod with node-level constraints only in one pass over the nodes.
 :mod:`sidecar.dispatch` picks the implementation.
 """
 
@@ -40,7 +43,8 @@ from sidecar.mirror import kernels
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.types import S_OK, Subject
-from sidecar.snapshot.units import TOLERANCE
+from sidecar.snapshot.holding import holding_nodes
+from sidecar.snapshot.units import TOLERANCE, less_equal
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -82,30 +86,14 @@ class ReceiverInput:
     goal: int  # the goal resource's column
 
 
-Key = tuple[int, float, float, float, int]
+Columns = tuple[Bools, F64, F64, F64, I64]
 
 
-def key(stays: bool, capacity: float, cost: float, left: float, rank: int) -> Key:
-    """The module docstring's key for one node (smaller is better); ``left`` is its goal
-    capacity left after the move."""
-    return (-int(stays), -(0.0 if stays else capacity), -(0.0 if stays else cost), left, rank)
-
-
-def best_receiver_twin(inp: ReceiverInput) -> int:
-    """The first choice, as a plain loop (the specification): among allowed nodes that pass the
-    node-only checks, the pod count and resource fit, the one with the smallest key; -1 if none."""
-    best, best_key = -1, (0, 0.0, 0.0, 0.0, 0)
-    req, free, goal = inp.req, inp.free, inp.goal
-    for n in range(free.shape[0]):
-        if not inp.allowed[n] or not inp.static_ok[n] or inp.pod_count[n] >= inp.pod_cap[n]:
-            continue
-        if any(req[d] - free[n, d] >= TOLERANCE for d in inp.dims):
-            continue
-        left = float(free[n, goal] - req[goal])
-        k = key(bool(inp.stays[n]), float(inp.capacity[n]), float(inp.cost[n]), left, int(inp.rank[n]))
-        if best < 0 or k < best_key:
-            best, best_key = n, k
-    return best
+def key_columns(stays: Bools, capacity: F64, cost: F64, left: F64, rank: I64) -> Columns:
+    """The module docstring's key, per node, as columns most significant first (smaller is
+    better): not staying (rule 2), minus the goal capacity and minus the cost, both 0 where the
+    node stays (rule 3), the goal capacity ``left`` after the move (rule 4), the name rank."""
+    return (~stays, -np.where(stays, 0.0, capacity), -np.where(stays, 0.0, cost), left, rank)
 
 
 def order(nodes: Nodes, stays: Bools, capacity: F64, cost: F64, left: F64, rank: I64) -> Iterator[int]:
@@ -115,25 +103,24 @@ def order(nodes: Nodes, stays: Bools, capacity: F64, cost: F64, left: F64, rank:
     for."""
     if nodes.size == 0:
         return
-    node_stays = stays[nodes]
-    node_cap = np.where(node_stays, 0.0, capacity[nodes])
-    node_cost = np.where(node_stays, 0.0, cost[nodes])
-    pick = np.flatnonzero(node_stays) if node_stays.any() else np.arange(nodes.size)
-    pick = pick[node_cap[pick] == node_cap[pick].max()]
-    pick = pick[node_cost[pick] == node_cost[pick].max()]
-    pick = pick[left[pick] == left[pick].min()]
-    first = int(pick[np.argmin(rank[nodes[pick]])])
+    columns = key_columns(stays[nodes], capacity[nodes], cost[nodes], left, rank[nodes])
+    pick = np.arange(nodes.size)
+    for column in columns[:-1]:  # the smallest key: column by column, the ties of the last
+        values = column[pick]
+        pick = pick[values == values.min()]
+    first = int(pick[np.argmin(columns[-1][pick])])
     yield int(nodes[first])
-    for k in np.lexsort((rank[nodes], left, -node_cost, -node_cap, ~node_stays)):
+    for k in np.lexsort(columns[::-1]):
         if k != first:
             yield int(nodes[k])
 
 
 def best_receiver_vectorised(inp: ReceiverInput) -> int:
-    """The twin's answer from numpy: the feasible allowed nodes, then :func:`order`'s first."""
+    """The first choice from numpy: among allowed nodes that pass the node-only checks, the pod
+    count and resource fit, :func:`order`'s first; -1 if none."""
     ok = inp.allowed.astype(bool) & inp.static_ok.astype(bool) & (inp.pod_count < inp.pod_cap)
     if inp.dims.size:
-        ok &= ((inp.req[inp.dims][None, :] - inp.free[:, inp.dims]) < TOLERANCE).all(axis=1)
+        ok &= less_equal(inp.req[inp.dims][None, :], inp.free[:, inp.dims]).all(axis=1)
     nodes = np.flatnonzero(ok)
     left = inp.free[nodes, inp.goal] - inp.req[inp.goal]
     return next(order(nodes, inp.stays.astype(bool), inp.capacity, inp.cost, left, inp.rank), -1)
@@ -141,15 +128,12 @@ def best_receiver_vectorised(inp: ReceiverInput) -> int:
 
 def kernel_in_use() -> bool:
     """The planner takes its one-pass fast path only with the compiled kernel; otherwise it walks
-    :func:`order` over the mirror's Filter (the loop twin is a specification, far too slow)."""
+    :func:`order` over the mirror's Filter (the loop that specifies the kernel is far too slow)."""
     return kernel() is not None
 
 
 def best_receiver(inp: ReceiverInput) -> int:
-    how = dispatch.mode(_K)
-    if how == "twin":
-        return best_receiver_twin(inp)
-    if how == "vectorised":
+    if dispatch.mode(_K) != "kernel":
         return best_receiver_vectorised(inp)
     c = np.ascontiguousarray
     return int(
@@ -179,9 +163,9 @@ class Receivers:
 
     def __init__(self, mirror: Mirror, sim: Simulation, goal: int, stays: Bools, cost: F64, rank: I64) -> None:
         self.mirror, self.sim, self.goal = mirror, sim, goal
-        held = sim.used[:, goal] - sim.releasing[:, goal] + sim.pipelined[:, goal]
-        #: rule 1; a node leaves the set when it is emptied, and only then
-        self.allowed: Bools = held > TOLERANCE
+        #: rule 1: the nodes holding the goal resource in the snapshot; a node leaves the set when
+        #: it is emptied, and only then
+        self.allowed: Bools = holding_nodes(mirror.state, goal)
         #: rule 2: will stay occupied (unmovable pods, out of scope, a PDB, or receiving in this plan)
         self.stays = stays
         #: rule 3, first: what the node can hold of the goal resource
@@ -237,7 +221,7 @@ class Receivers:
             yield first
         # Only allowed receivers with room for the goal resource that pass the node-only checks
         # can pass; check just those.
-        near = np.flatnonzero(self.allowed & (sim.future_idle()[:, g] - req > -TOLERANCE) & self._static_bool(subj))
+        near = np.flatnonzero(self.allowed & less_equal(req, sim.future_idle()[:, g]) & self._static_bool(subj))
         nodes = p.feasible_nodes(subj, sim, near)
         left = sim.future_idle()[nodes, g] - req
         for target in order(nodes, self.stays, self.capacity, self.cost, left, self.rank):

@@ -14,12 +14,13 @@ Two forms of the one search:
   the moving pods' own rows and a few per-domain counts, so the whole search runs in one pass of
   the Cython kernel ``ext/receivers.pyx`` over the ledger arrays, overlaying the rows of nodes it
   places on and counting its placements per rule, writing nothing the caller owns.
-  :func:`place_pods_twin` is the loop that specifies it; :mod:`sidecar.repack.nodelevel` binds it
-  to a planning loop for every candidate whose pods are all such pods (pod affinity and host
-  ports are not).
+  :mod:`sidecar.repack.nodelevel` binds it to a planning loop for every candidate whose pods are
+  all such pods (pod affinity and host ports are not). Without the kernel the planner searches
+  every candidate with :class:`Search`, so the loop that specifies the kernel never runs in
+  production: it lives beside its test (tests/repack/reference_search.py).
 
-tests/repack/test_search.py checks the kernel against the twin on random inputs, the twin against
-:class:`Search` on the same Simulation, and whole plans with and without the kernel.
+tests/repack/test_search.py checks the kernel against that loop on random inputs, the kernel
+against :class:`Search` on the same Simulation, and whole plans with and without the kernel.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
 from sidecar.mirror.types import Subject
 from sidecar.repack import receivers
-from sidecar.repack.receivers import Key, Receivers, key
+from sidecar.repack.receivers import Receivers
 from sidecar.snapshot.units import TOLERANCE
 
 F64 = npt.NDArray[np.float64]
@@ -135,91 +136,10 @@ class RulesInput:
     pod_rule_off: Nodes  # [T + 1] pod k satisfies rules pod_rules[pod_rule_off[k]:pod_rule_off[k + 1]]
 
 
-def place_pods_twin(inp: PodsInput, stuck: set[int] | None = None) -> list[int] | None:
-    """The search as a plain loop (the specification): each pod's receivers are the allowed nodes
-    passing its node-only checks, pod count and resource fit on the rows as earlier placements
-    left them, taken in key order; a placement adds the request to the node's Used and recomputes
-    FutureIdle exactly as the Simulation does. The receivers, or None when the budget or the
-    receivers run out. With ``rules``, a node must also give each of the pod's rules a domain
-    (or lack the key where the rule allows it) with skew -- its count, plus the pod when it counts
-    in its own domain, minus the rule's minimum over its domains -- within maxSkew; a placement
-    counts for every rule counting the pod whose nodes count there. The inputs are left as they
-    were; ``stuck`` collects the pods (positions) that found no receiver at all at some point."""
-    overlay: dict[int, list[tuple[F64, F64, int]]] = {}  # node -> (used, future, count) per placement
-    sp = inp.rules
-    counts = [sp.counts[sp.count_off[r] : sp.count_off[r + 1]].copy() for r in range(sp.self_match.size)] if sp else []
-
-    def rules_ok(k: int, n: int) -> bool:
-        if sp is None:
-            return True
-        for r in sp.pod_rules[sp.pod_rule_off[k] : sp.pod_rule_off[k + 1]].tolist():
-            code = int(sp.codes[sp.code_row[r], n])
-            if code < 0:
-                if sp.missing_ok[r]:
-                    continue
-                return False
-            doms = sp.domains[sp.domain_off[r] : sp.domain_off[r + 1]]
-            low = 0 if sp.zero_min[r] or doms.size == 0 else int(counts[r][doms].min())
-            if counts[r][code] + sp.self_match[r] - low > sp.max_skew[r]:
-                return False
-        return True
-
-    def tally(k: int, n: int, by: int) -> None:
-        if sp is None:
-            return
-        for r in range(len(counts)):
-            code = int(sp.codes[int(sp.code_row[r]), n])
-            if sp.member[k, r] and sp.eligible[int(sp.eligible_row[r]), n] and code >= 0:
-                counts[r][code] += by
-
-    def rows(n: int) -> tuple[F64, F64, int]:
-        stack = overlay.get(n)
-        return stack[-1] if stack else (inp.used[n], inp.future[n], int(inp.pod_count[n]))
-
-    def node_key(k: int, n: int) -> Key:
-        left = float(rows(n)[1][inp.goal] - inp.req[k, inp.goal])
-        return key(bool(inp.stays[n]), float(inp.capacity[n]), float(inp.cost[n]), left, int(inp.rank[n]))
-
-    def feasible(k: int, n: int) -> bool:
-        _, future, count = rows(n)
-        if not inp.allowed[n] or not inp.static_ok[inp.static_row[k], n] or count >= inp.pod_cap[n]:
-            return False
-        dims = np.flatnonzero(inp.fit[k])
-        return not any(inp.req[k, d] - future[d] >= TOLERANCE for d in dims) and rules_ok(k, n)
-
-    n_pods, budget = inp.req.shape[0], inp.budget
-    targets: list[int] = []
-    last: Key | None = None  # key of the receiver just undone at this level
-    while len(targets) < n_pods:
-        k = len(targets)
-        keyed = [(node_key(k, n), n) for n in range(inp.future.shape[0]) if feasible(k, n)]
-        later = [kn for kn in keyed if last is None or kn[0] > last]
-        if not keyed and last is None and stuck is not None:
-            stuck.add(k)
-        if not later or budget <= 0:
-            if k == 0:
-                return None
-            n = targets.pop()
-            overlay[n].pop()
-            tally(k - 1, n, -1)
-            last = node_key(k - 1, n)
-            continue
-        budget -= 1
-        _, n = min(later)
-        used, _, count = rows(n)
-        used = used + inp.req[k]
-        future = inp.alloc[n] - used + inp.releasing[n] - inp.pipelined[n]
-        overlay.setdefault(n, []).append((used, future, count + 1))
-        tally(k, n, 1)
-        targets.append(n)
-        last = None
-    return targets
-
-
 def place_pods(inp: PodsInput, stuck: set[int] | None = None) -> list[int] | None:
-    """:func:`place_pods_twin`'s answer, from the kernel when it is built."""
-    if not receivers.kernel_in_use():
-        return place_pods_twin(inp, stuck)
+    """The receivers of ``inp``'s pods, or None when the budget or the receivers run out (then
+    ``stuck`` gets the positions of the pods that found no receiver at all at some point); the
+    compiled kernel's search, which writes nothing the caller owns."""
     rules = dataclasses.replace(inp.rules, counts=inp.rules.counts.copy()) if inp.rules else None
     kernel = bind(inp, inp.req.shape[0])
     targets: list[int] | None = kernel.place(0, inp.req.shape[0], inp.budget, rules)

@@ -3,7 +3,9 @@
 For each task placed on a node and not terminated (Succeeded/Failed):
 Pipelined tasks add to ``pipelined`` only; every other status adds to ``used`` (and so
 consumes ``idle``); Releasing tasks also add to ``releasing``.
-``idle = allocatable - used`` and ``future_idle = idle + releasing - pipelined``.
+``idle = allocatable - used`` and ``future_idle = idle + releasing - pipelined``: :func:`idle` and
+:func:`future_idle`, the one Python form of each (the kernels' is ``future_idle`` in
+``ext/volcano.pxd``, the same sums in the same order).
 
 Binding tasks are the one exception (volcano v1.14.1 pkg/scheduler/api/node_info.go, AddTask):
 a Binding task whose request does not fit the node's Idle at the moment it is added
@@ -30,7 +32,7 @@ import numpy.typing as npt
 
 from sidecar import dispatch
 from sidecar.snapshot.taskstatus import BINDING, PIPELINED, RELEASING, TERMINATED_MASK
-from sidecar.snapshot.units import CPU, MEMORY, PODS, TOLERANCE
+from sidecar.snapshot.units import CPU, MEMORY, PODS, TOLERANCE, less_equal
 
 F64 = npt.NDArray[np.float64]
 I32 = npt.NDArray[np.int32]
@@ -53,6 +55,18 @@ class NodeLedger:
     idle: F64
     future_idle: F64
     refused: npt.NDArray[np.bool_]  # [T] Binding tasks AddTask refused: counted nowhere
+
+
+def idle(alloc: F64, used: F64) -> F64:
+    """Volcano's ``Idle``: allocatable minus used (rows or whole matrices)."""
+    out: F64 = alloc - used
+    return out
+
+
+def future_idle(idle: F64, releasing: F64, pipelined: F64) -> F64:
+    """Volcano's ``FutureIdle``: ``(Idle + Releasing) - Pipelined``, summed in that order."""
+    out: F64 = idle + releasing - pipelined
+    return out
 
 
 def fit_rule(resources: Sequence[str]) -> I8:
@@ -90,8 +104,7 @@ def accumulate_reference(
     for t in np.flatnonzero(is_bind):
         node, req = task_node[t], task_req[t]
         checked = (rule == FIT_ALWAYS) | ((rule == FIT_IF_REQUESTED) & (req > 0))
-        idle = alloc[node] - used[node]
-        if ((req - idle >= tolerance) & checked).any():  # LessEqual: l - r < 0.1 on every checked column
+        if (~less_equal(req, idle(alloc[node], used[node]), tolerance) & checked).any():
             refused[t] = 1
         else:
             used[node] += req
@@ -129,5 +142,5 @@ def build_ledger(
         TERMINATED_MASK,
         TOLERANCE,
     )
-    idle = alloc - used
-    return NodeLedger(used, releasing, pipelined, idle, idle + releasing - pipelined, refused.astype(bool))
+    free = idle(alloc, used)
+    return NodeLedger(used, releasing, pipelined, free, future_idle(free, releasing, pipelined), refused.astype(bool))

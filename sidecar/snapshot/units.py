@@ -1,10 +1,19 @@
 """Volcano's resource units (pkg/scheduler/api/resource_info.go), defined once.
 
 cpu is milli-cores, memory bytes, ``pods`` a plain count, every other scalar x1000.
-Comparisons treat values within 0.1 as equal.
+Comparisons treat values within 0.1 as equal: :func:`less_equal`, the one Python form of Volcano's
+``LessEqual`` (the kernels' form is ``less_equal`` in ``ext/volcano.pxd``, the same expression).
 """
 
 from __future__ import annotations
+
+from typing import overload
+
+import numpy as np
+import numpy.typing as npt
+
+F64 = npt.NDArray[np.float64]
+Bools = npt.NDArray[np.bool_]
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -18,6 +27,21 @@ NON_SCALAR_GOALS = frozenset({CPU, MEMORY, PODS, EPHEMERAL_STORAGE})
 
 #: Volcano's LessEqual tolerance (``l < r || |l - r| < minResource``).
 TOLERANCE = 0.1
+
+
+@overload
+def less_equal(left: float, right: float, tolerance: float = TOLERANCE) -> bool: ...
+@overload
+def less_equal(left: F64, right: F64 | float, tolerance: float = TOLERANCE) -> Bools: ...
+@overload
+def less_equal(left: float, right: F64, tolerance: float = TOLERANCE) -> Bools: ...
+def less_equal(left: float | F64, right: float | F64, tolerance: float = TOLERANCE) -> bool | Bools:
+    """Volcano's ``LessEqual`` on one dimension: ``l < r || |l - r| < 0.1``, i.e. ``l - r < 0.1``
+    (a request ``left`` fits ``right`` free). Floats or numpy arrays (elementwise, broadcasting).
+    Every fit check in the package is this expression -- the kernels' ``less_equal`` in
+    ``ext/volcano.pxd`` too -- so kernels and twins agree bit for bit."""
+    return left - right < tolerance
+
 
 #: Volcano stores every scalar resource other than cpu/memory/pods x1000.
 SCALAR_FACTOR = 1000.0

@@ -265,7 +265,8 @@ def test_rows_form_keeps_the_non_zero_request_columns() -> None:
 def test_a_refused_binding_task_does_not_occupy_its_node_for_fragmentation() -> None:
     """NodeInfo.AddTask refuses a Binding task that does not fit Idle: the node holds nothing of it,
     so it is not occupied and the planner has nothing to move off it."""
-    from sidecar.repack.fragmentation import fragmentation, holding_mask
+    from sidecar.repack.fragmentation import fragmentation
+    from sidecar.snapshot.holding import holding_tasks
 
     nodes = [n("a", 8), n("b", 8)]
     tasks = [
@@ -276,6 +277,6 @@ def test_a_refused_binding_task_does_not_occupy_its_node_for_fragmentation() -> 
     state = mirror(nodes, tasks).state
     bind = state.task_name.index("bind")
     assert state.ledger.refused[bind]
-    assert not holding_mask(state)[bind]
+    assert not holding_tasks(state)[bind]
     frag = fragmentation(state, "nvidia.com/gpu")
     assert (frag.occupied_nodes, frag.min_occupied_nodes) == (1, 1)

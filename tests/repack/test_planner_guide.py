@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from sidecar.repack.cost import GangState, GroupMoves, marginal
-from sidecar.repack.fragmentation import holding_mask
 from sidecar.repack.spec import DEFAULT_WEIGHTS
 from sidecar.snapshot.decode import decode
+from sidecar.snapshot.holding import holding_tasks
 from sidecar.snapshot.io import load_repack_spec, load_snapshot
 from tests.plan_cases import GPU, Cluster, explanation, moves, normalised_scores, plan, plan_status, reason
 
@@ -78,7 +78,7 @@ def test_gang_eight_workers_min_available_six() -> None:
     for i in range(8):
         c.pod(f"w{i}", "a", 1, group="train")
     state = c.state()
-    gang = GangState.build(state, state.resource(GPU), holding_mask(state))
+    gang = GangState.build(state, state.resource(GPU), holding_tasks(state))
     assert gang.safe(0) == 2
     one = marginal(gang, [GroupMoves(0, 1, 1000.0, Counter())])
     two = marginal(gang, [GroupMoves(0, 2, 2000.0, Counter())])
@@ -97,7 +97,7 @@ def test_min_task_member_roles_count_too() -> None:
     c.snap.tasks[0].role = "entry"
     c.snap.tasks[1].role = "worker"
     state = c.state()
-    gang = GangState.build(state, state.resource(GPU), holding_mask(state))
+    gang = GangState.build(state, state.resource(GPU), holding_tasks(state))
     assert gang.safe(0) == 1
     assert not gang.below(0, 1, Counter({"worker": 1}))
     assert gang.below(0, 1, Counter({"entry": 1}))  # the only entry pod: its role falls below
@@ -134,7 +134,7 @@ def test_solutions_a_b_c_rank_a_first() -> None:
             t.pod_group = "big"
             t.requests[GPU] = 1000.0
     state = c.state()
-    gang = GangState.build(state, state.resource(GPU), holding_mask(state))
+    gang = GangState.build(state, state.resource(GPU), holding_tasks(state))
     idx = {pg.name: i for i, pg in enumerate(state.pod_groups)}
     a = marginal(gang, [GroupMoves(idx["big"], 3, 3000.0, Counter())])
     b = marginal(gang, [GroupMoves(idx[f"small-{k}"], 1, 1000.0, Counter()) for k in range(3)])

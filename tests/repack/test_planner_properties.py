@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from sidecar import dispatch
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
-from sidecar.repack.fragmentation import holding_mask
 from sidecar.repack.planner import Planner
 from sidecar.repack.spec import validate
 from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.snapshot.decode import decode
+from sidecar.snapshot.holding import goal_tasks, holding_nodes
 from tests.plan_cases import GPU, spec
 
 
@@ -96,7 +96,8 @@ def test_every_plan_keeps_the_rules(run) -> None:  # type: ignore[no-untyped-def
     # Independent replay through the mirror core, in plan order.
     mirror = Mirror(state)
     sim = Simulation(state)
-    holds_goal = holding_mask(state) & (state.task_req[:, g] > 0.1)
+    holds_goal = goal_tasks(state, g)
+    holding = holding_nodes(state, g)
     emptied: set[int] = set()
     k = 0
     for node in result.freed:
@@ -108,8 +109,7 @@ def test_every_plan_keeps_the_rules(run) -> None:  # type: ignore[no-untyped-def
         for m in leaving:
             sim.remove(m.task)
         for m in leaving:
-            held = sim.used[m.target, g] - sim.releasing[m.target, g] + sim.pipelined[m.target, g]
-            assert held > 0.1, "re-lit a node whose goal resource was idle"
+            assert holding[m.target], "re-lit a node whose goal resource was idle"
             assert m.target not in emptied
             verdict = mirror.filter(mirror.subject_for_task(m.task), sim=sim)
             assert verdict.feasible[m.target], (

@@ -1,4 +1,5 @@
-"""Receiver rules 2-4: the Cython kernel, the loop twin (the spec) and the numpy order agree."""
+"""Receiver rules 2-4: the Cython kernel, the loop that specifies the first choice
+(reference_receivers.py) and the numpy order agree."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis.extra import numpy as hnp
 from sidecar import dispatch
 from sidecar.repack import receivers
 from sidecar.repack.receivers import ReceiverInput
+from tests.repack import reference_receivers as reference
 
 
 @st.composite
@@ -37,7 +39,7 @@ def receiver_inputs(draw):  # type: ignore[no-untyped-def]
 @settings(max_examples=300, deadline=None)
 @given(receiver_inputs())
 def test_best_receiver_agrees(inp: ReceiverInput) -> None:
-    spec = receivers.best_receiver_twin(inp)
+    spec = reference.best_receiver(inp)
     with dispatch.forced("twin"):
         assert receivers.best_receiver(inp) == spec
     with dispatch.forced("vectorised"):
@@ -59,7 +61,7 @@ def test_order_walks_the_key(inp: ReceiverInput) -> None:
     assert sorted(walked) == nodes.tolist()
     left_of = dict(zip(nodes.tolist(), left.tolist(), strict=True))
     keys = [
-        receivers.key(bool(stays[n]), float(inp.capacity[n]), float(inp.cost[n]), left_of[n], int(inp.rank[n]))
+        reference.key(bool(stays[n]), float(inp.capacity[n]), float(inp.cost[n]), left_of[n], int(inp.rank[n]))
         for n in walked
     ]
     assert keys == sorted(keys)

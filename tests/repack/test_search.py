@@ -1,5 +1,6 @@
-"""The node-level search: the Cython kernel against its loop twin on random inputs, both against
-the general Search on real Simulation states, and a hand case that needs backtracking."""
+"""The node-level search: the Cython kernel against the loop that specifies it (reference_search.py)
+on random inputs, the kernel against the general Search on real Simulation states, and a hand case
+that needs backtracking."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from sidecar.scenarios.synth import SynthOptions, synth
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.state import ClusterState
 from tests.plan_cases import Cluster, spec
+from tests.repack import reference_search as reference
 
 needs_kernel = pytest.mark.skipif(not receivers.available(), reason="the receivers kernel is not built")
 
@@ -92,7 +94,7 @@ def spread_inputs(draw, n_pods: int, n_nodes: int):  # type: ignore[no-untyped-d
 @needs_kernel
 @settings(max_examples=400, deadline=None)
 @given(st.data())
-def test_kernel_agrees_with_twin(data: st.DataObject) -> None:
+def test_kernel_agrees_with_the_reference(data: st.DataObject) -> None:
     inp = data.draw(pods_inputs())
     if data.draw(st.booleans()):
         spread = data.draw(spread_inputs(inp.req.shape[0], inp.future.shape[0]))
@@ -100,13 +102,13 @@ def test_kernel_agrees_with_twin(data: st.DataObject) -> None:
     before = {name: getattr(inp, name).copy() for name in ("used", "future", "pod_count")}
     if inp.rules is not None:
         before["counts"] = inp.rules.counts.copy()
-    stuck_twin: set[int] = set()
+    stuck_reference: set[int] = set()
     stuck_kernel: set[int] = set()
-    expected = search.place_pods_twin(inp, stuck_twin)
+    expected = reference.place_pods(inp, stuck_reference)
     with dispatch.forced("kernel"):
         got = search.place_pods(inp, stuck_kernel)
     assert got == expected
-    assert stuck_kernel == stuck_twin
+    assert stuck_kernel == stuck_reference
     for name, value in before.items():
         now = inp.rules.counts if name == "counts" else getattr(inp, name)  # type: ignore[union-attr]
         assert np.array_equal(now, value), f"{name} was written"
@@ -140,14 +142,15 @@ def backtracking_case(budget: int) -> PodsInput:
     )
 
 
-@pytest.mark.parametrize("mode", ["twin", "kernel"])
-def test_backtracks_to_the_next_receiver_within_the_budget(mode: str) -> None:
-    if mode == "kernel" and not receivers.available():
+@pytest.mark.parametrize("form", ["reference", "kernel"])
+def test_backtracks_to_the_next_receiver_within_the_budget(form: str) -> None:
+    if form == "kernel" and not receivers.available():
         pytest.skip("the receivers kernel is not built")
-    with dispatch.forced(mode):  # type: ignore[arg-type]
+    place = reference.place_pods if form == "reference" else search.place_pods
+    with dispatch.forced("kernel" if form == "kernel" else "vectorised"):
         # node 0 for the first pod (tightest), stuck; node 1 for it, then node 0: three tries
-        assert search.place_pods(backtracking_case(3)) == [1, 0]
-        assert search.place_pods(backtracking_case(2)) is None
+        assert place(backtracking_case(3)) == [1, 0]
+        assert place(backtracking_case(2)) is None
 
 
 @needs_kernel
