@@ -155,16 +155,11 @@ def test_a_node_whose_only_goal_pod_is_pipelined_or_releasing_holds_nothing(stat
     assert reason(status_) == "InsufficientImprovement"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the watcher (sidecar/watcher/placement.py holding_nodes) still counts Releasing tasks and reads "
-    "only the row form; it passes once Execute asks sidecar.snapshot.holding (then drop this mark)",
-)
 def test_execute_agrees() -> None:
     """Execute's two questions, on the regression's snapshots and a synthetic one with Pipelined and
     Releasing pods: which nodes may receive a replacement, and which planned nodes are freed now."""
-    from sidecar.watcher.placement import receivers
-    from sidecar.watcher.result import freed_now
+    from sidecar.watcher.execute.placement import receivers
+    from sidecar.watcher.execute.result import freed_now
 
     mixed = to_rows(synth(SynthOptions(nodes=12, fill=0.7, seed=3)))
     for k, task in enumerate(mixed.tasks):

@@ -7,10 +7,11 @@
 * **Selection** (the guide's "after confirming that the candidate node is still available"), on
   one sidecar session per pass (``Placements``: the cluster decoded once): ``Filter`` the
   replacement on the planned node; when it fits, the planned node. Otherwise ``Prioritize`` it
-  over every node except the plan's freed nodes and nodes whose goal resource is entirely idle
-  (never re-fragment an empty node), best first. The node chosen is recorded in the session with
-  ``Pipeline`` (Volcano's Statement.Pipeline), so the pass's next selections count it there. No
-  candidate (or no sidecar) ⇒ no nomination: the scheduler decides (WaitingForScheduler).
+  over every node except the plan's freed nodes and nodes that do not hold the goal resource
+  (receiver rule 1, ``sidecar.snapshot.holding``: never light an idle node up again), best first.
+  The node chosen is recorded in the session with ``Pipeline`` (Volcano's Statement.Pipeline), so
+  the pass's next selections count it there. No candidate (or no sidecar) ⇒ no nomination: the
+  scheduler decides (WaitingForScheduler).
 * **Suggestion**: ``status.nominatedNodeName`` through pods/status, guarded by a JSON-patch test
   of the replacement's UID; then only this project's scheduling gate is removed. Nothing is
   cordoned, tainted or reserved.
@@ -25,7 +26,8 @@ from sidecar.api.repackrun import PlacementPhase
 from sidecar.api.v1alpha1 import service_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.kubeobj import Obj
-from sidecar.snapshot import taskstatus as ts
+from sidecar.snapshot.decode import decode
+from sidecar.snapshot.holding import holding_node_names
 from sidecar.snapshot.kube import GROUP_NAME
 from sidecar.watcher import observer as observe
 from sidecar.watcher.execute.journal import Relocation
@@ -35,8 +37,6 @@ from sidecar.watcher.sidecarport import PLANNER_ERRORS, Sidecar, planner_error
 
 #: the scheduling gate this project's admission puts on rebuilt pods ("placement lease and SchedulerGate")
 PLACEMENT_GATE = "repack.volcano.sh/placement"
-#: task states that do not hold resources on a node: not placed, only nominated, or finished
-_NOT_HOLDING = (ts.PENDING, ts.PIPELINED, ts.SUCCEEDED, ts.FAILED)
 
 
 def owner_uids(snapshot: pb.Snapshot) -> dict[tuple[str, str], str]:
@@ -83,13 +83,16 @@ def bound_phase(rel: Relocation, node: str) -> PlacementPhase:
     return PlacementPhase.BOUND if node == target else PlacementPhase.BOUND_ELSEWHERE
 
 
-def holding_nodes(snapshot: pb.Snapshot, resource: str) -> set[str]:
-    """Nodes on which some task holds ``resource``."""
-    return {
-        t.node
-        for t in snapshot.tasks
-        if t.node and t.requests.get(resource, 0) > 0 and int(t.status) not in _NOT_HOLDING
-    }
+def receivers(snapshot: pb.Snapshot, resource: str, freed: list[str], skip_uid: str = "") -> list[str]:
+    """Nodes a replacement may be suggested: not a node the plan frees, and not one that provides
+    ``resource`` but does not hold it (receiver rule 1, ``snapshot.holding``: never light an idle
+    node up again). ``skip_uid``: a task left out of the count (the replacement itself)."""
+    held = holding_node_names(decode(snapshot), resource, skip_uid)
+    return [
+        n.name
+        for n in snapshot.nodes
+        if n.name not in freed and (n.allocatable.get(resource, 0) <= 0 or n.name in held)
+    ]
 
 
 class Placements:
@@ -99,15 +102,9 @@ class Placements:
 
     def __init__(self, sidecar: Sidecar, snapshot: pb.Snapshot, resource: str, freed: list[str]) -> None:
         self._sidecar, self._snapshot = sidecar, snapshot
+        self._resource, self._freed = resource, freed
         self._known = {t.uid for t in snapshot.tasks}
-        held = holding_nodes(snapshot, resource)
-        #: where a replacement may be suggested: not a node the plan frees, not one whose goal
-        #: resource is provided but entirely idle (an emptied or never-used node)
-        self.receivers = [
-            n.name
-            for n in snapshot.nodes
-            if n.name not in freed and (n.allocatable.get(resource, 0) <= 0 or n.name in held)
-        ]
+        self._receivers: list[str] | None = None
         self._session = ""
 
     def knows(self, uid: str) -> bool:
@@ -130,7 +127,9 @@ class Placements:
             if planned in fit.feasible_nodes:
                 node, why = planned, f"planned node {planned} still fits"
             else:
-                others = [n for n in self.receivers if n != planned]
+                if self._receivers is None:  # the pass's snapshot decoded once, when a choice needs it
+                    self._receivers = receivers(self._snapshot, self._resource, self._freed)
+                others = [n for n in self._receivers if n != planned]
                 if not others:
                     return "", f"planned node {planned} no longer fits ({fit.message}) and no other node may receive it"
                 request = service_pb2.PrioritizeRequest(session_id=session, task_uid=uid, nodes=others)

@@ -18,8 +18,9 @@ that matches decides:
 ExecutionCompletedWithAlternativePlacement (BoundElsewhere, or Bound on a selected node that is not
 the planned one: the guide's "actualNodeName may differ from the first two fields").
 Rows 1-2 happen before the journal exists, row 3 right after the replan; rows 4-8 at the finish.
-The **target** is the plan's ``freedNodes``: reached when none of them holds a pod that requests the
-goal resource (pods without it — DaemonSets, kube-proxy — never count). A Failed run also carries
+The **target** is the plan's ``freedNodes``: reached when none of them holds the goal resource
+(``sidecar.snapshot.holding``: pods without it — DaemonSets, kube-proxy — and pods still
+terminating never count, as Evaluate counts them). A Failed run also carries
 ``Complete`` False with the same reason, and ``Progressing`` turns False with it.
 
 ``result.fragAfterPercent`` is Evaluate on a fresh snapshot (absent when the planner could not
@@ -33,8 +34,9 @@ from dataclasses import dataclass
 
 from sidecar.api.repackrun import EvictionPhase, Phase, PlacementPhase, Reason
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.snapshot.decode import decode
+from sidecar.snapshot.holding import holding_node_names
 from sidecar.watcher.execute.journal import Relocation, Result
-from sidecar.watcher.execute.placement import holding_nodes
 from sidecar.wording import count, percent
 
 COMPLETED, ALTERNATIVE = Reason.EXECUTION_COMPLETED, Reason.EXECUTION_COMPLETED_ELSEWHERE
@@ -53,8 +55,9 @@ class RunOutcome:
 
 
 def freed_now(snapshot: pb.Snapshot, planned: list[str], resource: str) -> list[str]:
-    """The planned freed nodes on which no pod holds ``resource`` now."""
-    held = holding_nodes(snapshot, resource)
+    """The planned freed nodes that do not hold ``resource`` now (``sidecar.snapshot.holding``: a
+    pod still terminating there holds nothing, as Evaluate counts it)."""
+    held = holding_node_names(decode(snapshot), resource)
     return [n for n in planned if n not in held]
 
 
