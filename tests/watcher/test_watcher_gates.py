@@ -24,7 +24,7 @@ from sidecar.fake import jsonpatch
 from sidecar.fake.cluster import FakeCluster
 from sidecar.fake.plane import ControlPlane, PlaneConfig
 from sidecar.mirror.selectors import label_selector_matches
-from sidecar.watcher.execute.journal import Eviction, Owner, Placement, Relocation
+from sidecar.watcher.execute.journal import EvictionRecord, PlacementRecord, Relocation, WorkloadOwner, to_json
 from sidecar.watcher.execute.placement import PLACEMENT_GATE
 from sidecar.watcher.gate import certs
 from sidecar.watcher.gate.index import (
@@ -59,9 +59,10 @@ NAMESPACE_LABEL = "kubernetes.io/metadata.name"
 def _rel(
     name: str, group: str, owner: str, *, eviction: str = "Evicted", placement: str = "WaitingForReplacement"
 ) -> Obj:
-    return Relocation(namespace=NS, victim_pod_name=name, victim_pod_uid=f"uid-{name}", pod_group_name=group,
-                      owner=Owner(uid=owner), eviction=Eviction(phase=eviction),
-                      placement=Placement(phase=placement)).to_json()  # fmt: skip
+    record = Relocation(namespace=NS, victim_pod_name=name, victim_pod_uid=f"uid-{name}", pod_group_name=group,
+                        owner=WorkloadOwner(uid=owner), eviction=EvictionRecord(phase=eviction),
+                        placement=PlacementRecord(phase=placement))  # fmt: skip
+    return to_json(record)
 
 
 def _run(name: str, *rels: Obj, mode: str = "Execute", phase: str = "Running") -> Obj:

@@ -10,7 +10,17 @@ from typing import Any
 import pytest
 
 from sidecar.watcher.execute.eviction import backoff, due
-from sidecar.watcher.execute.journal import Eviction, Owner, Placement, Relocation, Result, apply_changes
+from sidecar.watcher.execute.journal import (
+    EvictionRecord,
+    ExecutionResult,
+    PlacementRecord,
+    Relocation,
+    WorkloadOwner,
+    apply_changes,
+    from_json,
+    stamp,
+    to_json,
+)
 from sidecar.watcher.execute.result import outcome, result
 from sidecar.watcher.execute.serial import hold
 from sidecar.watcher.kit.status import rfc3339
@@ -26,52 +36,56 @@ def rel(
         victim_pod_name=name,
         victim_pod_uid=f"uid-{name}",
         pod_group_name="pg",
-        owner=Owner("batch.volcano.sh/v1alpha1", "Job", "train", "job-uid"),
+        owner=WorkloadOwner(api_version="batch.volcano.sh/v1alpha1", kind="Job", name="train", uid="job-uid"),
         from_node_name="n1",
         planned_node_name=planned,
         cards=1.0,
-        eviction=Eviction(phase=evicted, attempts=1),
-        placement=Placement(phase=placed, actual_node_name=actual if placed in ("Bound", "BoundElsewhere") else ""),
+        eviction=EvictionRecord(phase=evicted, attempts=1),
+        placement=PlacementRecord(phase=placed, actual_node_name=actual if placed in ("Bound", "BoundElsewhere")
+                                  else ""),
     )  # fmt: skip
 
 
 def test_records_speak_the_status_schema_in_camel_case() -> None:
-    doc = rel().to_json()
-    assert list(doc) == [
+    doc = to_json(rel())
+    assert set(doc) == {
         "namespace", "victimPodName", "victimPodUID", "podGroupName", "owner", "fromNodeName", "plannedNodeName",
         "cards", "replacementPodGroupName", "eviction", "placement",
-    ]  # fmt: skip
+    }  # fmt: skip
     assert doc["owner"] == {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "train", "uid": "job-uid"}
-    assert list(doc["eviction"]) == ["phase", "attempts", "message"]  # never tried: no time (date-time typed)
-    tried = Eviction(phase="Pending", attempts=1, last_attempt_time="2026-07-30T10:00:00Z").to_json()
-    assert list(tried) == ["phase", "attempts", "lastAttemptTime", "message"]
-    assert list(doc["placement"]) == [
+    assert set(doc["eviction"]) == {"phase", "attempts", "message"}  # never tried: no time (date-time typed)
+    tried = to_json(EvictionRecord(phase="Pending", attempts=1, last_attempt_time=stamp(T0)))
+    assert set(tried) == {"phase", "attempts", "lastAttemptTime", "message"}
+    assert tried["lastAttemptTime"] == "2026-07-30T08:00:00Z"  # metav1.Time's wire form
+    assert set(doc["placement"]) == {
         "phase", "selectedNodeName", "actualNodeName", "replacementPodName", "replacementPodUID", "message",
-    ]  # fmt: skip
-    assert doc["cards"] == 1 and isinstance(doc["cards"], int)
-    assert Relocation.from_json({**doc, "addedLater": True}) == rel()
-    assert list(Result(frag_after_percent=0.0).to_json()) == [
+    }  # fmt: skip
+    assert doc["cards"] == 1
+    assert from_json({**doc, "addedLater": True}, Relocation()) == rel()
+    assert set(to_json(ExecutionResult(frag_after_percent=0.0))) == {
         "fragAfterPercent", "freedNodeCount", "freedNodes", "movedCardCount", "evictedPodCount", "metricsVerified",
         "message",
-    ]  # fmt: skip
-    assert "fragAfterPercent" not in Result().to_json()  # not measured: absent, never a made-up 0
+    }  # fmt: skip
+    assert "fragAfterPercent" not in to_json(ExecutionResult())  # not measured: absent, never a made-up 0
 
 
 def test_a_change_lands_only_on_the_record_it_was_computed_from() -> None:
     a, b = rel("w-0", placed="Pending"), rel("w-1", placed="Pending")
-    theirs = {**b.to_json(), "eviction": {"phase": "Blocked", "attempts": 9}, "note": "kept"}
-    status: dict[str, Any] = {"relocations": [{**a.to_json(), "note": "kept"}, theirs]}
+    theirs = {**to_json(b), "eviction": {"phase": "Blocked", "attempts": 9}, "note": "kept"}
+    status: dict[str, Any] = {"relocations": [{**to_json(a), "note": "kept"}, theirs]}
     mine_a = rel("w-0", placed="Bound")
     mine_b = rel("w-1", placed="Bound")
     assert apply_changes(status, [(a, mine_a), (b, mine_b)]) == 1
-    assert Relocation.from_json(status["relocations"][0]) == mine_a and status["relocations"][0]["note"] == "kept"
+    assert from_json(status["relocations"][0], Relocation()) == mine_a and status["relocations"][0]["note"] == "kept"
     assert status["relocations"][1] == theirs
 
 
 def test_eviction_backoff_doubles_from_one_second_up_to_thirty() -> None:
     assert [backoff(n) for n in range(8)] == [0, 1, 2, 4, 8, 16, 30, 30]
     pending = rel(evicted="Pending", placed="Pending")
-    pending.eviction = Eviction("Pending", 3, rfc3339(T0), "HTTP 429")
+    pending.eviction.CopyFrom(
+        EvictionRecord(phase="Pending", attempts=3, last_attempt_time=stamp(T0), message="HTTP 429")
+    )
     deadline = T0 + timedelta(seconds=300)
     assert not due(pending, T0 + timedelta(seconds=3), deadline)
     assert due(pending, T0 + timedelta(seconds=4), deadline)
@@ -97,12 +111,12 @@ def test_admission_is_serial_oldest_first_then_cools_down() -> None:
     dry = {**run("a", "Running"), "spec": {"mode": "DryRun"}}
     assert hold(me, [me, dry], T0, 300) is None
     done = {"completionTime": rfc3339(T0 - timedelta(seconds=100))}
-    evicted = run("x", "Succeeded", relocations=[rel().to_json()], **done)
+    evicted = run("x", "Succeeded", relocations=[to_json(rel())], **done)
     cooling = hold(me, [me, evicted], T0, 300)
     assert cooling is not None and cooling.reason == "ExecuteCooldownActive"
     assert cooling.message == f"cooldown after RepackRun x ends at {rfc3339(T0 + timedelta(seconds=200))}"
     assert hold(me, [me, evicted], T0 + timedelta(seconds=200), 300) is None
-    nothing = run("y", "Failed", relocations=[rel(evicted="Blocked", placed="Skipped").to_json()], **done)
+    nothing = run("y", "Failed", relocations=[to_json(rel(evicted="Blocked", placed="Skipped"))], **done)
     assert hold(me, [me, nothing], T0, 300) is None
 
 

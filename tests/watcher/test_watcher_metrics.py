@@ -19,7 +19,7 @@ from sidecar.fake.cluster import FakeCluster
 from sidecar.watcher import metrics, runner
 from sidecar.watcher import observer as observe
 from sidecar.watcher.args import WatchOptions, watch_options
-from sidecar.watcher.execute.journal import Eviction, Placement, Relocation, eviction_outcome
+from sidecar.watcher.execute.journal import EvictionRecord, PlacementRecord, Relocation, eviction_outcome
 from sidecar.watcher.kit.cache import ClusterCache
 from tests.execute_fixtures import WORKER0, guide_box
 from tests.execute_fixtures import execute_run as execute_body
@@ -98,12 +98,12 @@ def test_probes_fail_when_informers_are_not_running() -> None:
 
 
 def test_relocation_phase_is_the_eviction_then_the_placement() -> None:
-    assert metrics.relocation_phase(Relocation(eviction=Eviction("Pending"))) == "Pending"
-    rel = Relocation(eviction=Eviction("Evicted"), placement=Placement(phase="Nominated"))
+    assert metrics.relocation_phase(Relocation(eviction=EvictionRecord(phase="Pending"))) == "Pending"
+    rel = Relocation(eviction=EvictionRecord(phase="Evicted"), placement=PlacementRecord(phase="Nominated"))
     assert metrics.relocation_phase(rel) == "Nominated"
-    gone = Relocation(eviction=Eviction("Evicted", message="already gone (404)"))
+    gone = Relocation(eviction=EvictionRecord(phase="Evicted", message="already gone (404)"))
     assert eviction_outcome(gone) == "already_gone"
-    assert eviction_outcome(Relocation(eviction=Eviction("Blocked"))) == "blocked"
+    assert eviction_outcome(Relocation(eviction=EvictionRecord(phase="Blocked"))) == "blocked"
 
 
 def test_metrics_flags() -> None:

@@ -22,9 +22,10 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"volcano/repack/v1alpha1/plan.proto\x12\x17volcano.repack.v1alpha1\"\xed\x01\n\rFragmentation\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x17\n\x0fproviding_nodes\x18\x02 \x01(\x05\x12\x16\n\x0eoccupied_nodes\x18\x03 \x01(\x05\x12\x1a\n\x12min_occupied_nodes\x18\x04 \x01(\x05\x12\x1d\n\x15\x66ragmentation_percent\x18\x05 \x01(\x01\x12\x11\n\tmin_exact\x18\x06 \x01(\x08\x12\x12\n\nmin_method\x18\x07 \x01(\t\x12\x11\n\tallocated\x18\x08 \x01(\x01\x12\x13\n\x0b\x61llocatable\x18\t \x01(\x01\x12\x0f\n\x07message\x18\n \x01(\t\"\x94\x01\n\x0cRepackStatus\x12\r\n\x05phase\x18\x01 \x01(\t\x12+\n\x04plan\x18\x02 \x01(\x0b\x32\x1d.volcano.repack.v1alpha1.Plan\x12\x36\n\nconditions\x18\x03 \x03(\x0b\x32\".volcano.repack.v1alpha1.Condition\x12\x10\n\x08warnings\x18\x04 \x03(\t\"\xcb\x01\n\x04Plan\x12\x35\n\x07summary\x18\x01 \x01(\x0b\x32$.volcano.repack.v1alpha1.PlanSummary\x12\x34\n\x05moves\x18\x02 \x03(\x0b\x32%.volcano.repack.v1alpha1.WorkloadMove\x12\x13\n\x0b\x66reed_nodes\x18\x03 \x03(\t\x12\x41\n\ncandidates\x18\x04 \x03(\x0b\x32-.volcano.repack.v1alpha1.CandidateExplanation\"\xec\x02\n\x0bPlanSummary\x12\x1b\n\x13\x66rag_before_percent\x18\x01 \x01(\x01\x12\x1a\n\x12\x66rag_after_percent\x18\x02 \x01(\x01\x12\x18\n\x10\x66reed_node_count\x18\x03 \x01(\x05\x12\x18\n\x10moved_card_count\x18\x04 \x01(\x01\x12>\n\x0eresolved_scope\x18\x05 \x01(\x0b\x32&.volcano.repack.v1alpha1.ResolvedScope\x12\x10\n\x08resource\x18\x06 \x01(\t\x12\x36\n\x06\x62\x65\x66ore\x18\x07 \x01(\x0b\x32&.volcano.repack.v1alpha1.Fragmentation\x12\x35\n\x05\x61\x66ter\x18\x08 \x01(\x0b\x32&.volcano.repack.v1alpha1.Fragmentation\x12/\n\x04\x63ost\x18\t \x01(\x0b\x32!.volcano.repack.v1alpha1.PlanCost\"\x8f\x01\n\x08PlanCost\x12\x1a\n\x12\x61\x66\x66\x65\x63ted_workloads\x18\x01 \x01(\x05\x12&\n\x1epod_groups_below_min_available\x18\x02 \x01(\x05\x12\x16\n\x0e\x61\x66\x66\x65\x63ted_cards\x18\x03 \x01(\x01\x12\x13\n\x0bmoved_cards\x18\x04 \x01(\x01\x12\x12\n\nmoved_pods\x18\x05 \x01(\x05\"<\n\rResolvedScope\x12\x17\n\x0fpod_group_count\x18\x01 \x01(\x05\x12\x12\n\nnode_count\x18\x02 \x01(\x05\"\xaf\x01\n\x0cWorkloadMove\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0epod_group_name\x18\x02 \x01(\t\x12\x35\n\x05owner\x18\x03 \x01(\x0b\x32&.volcano.repack.v1alpha1.WorkloadOwner\x12\r\n\x05\x63\x61rds\x18\x04 \x01(\x01\x12.\n\x04pods\x18\x05 \x03(\x0b\x32 .volcano.repack.v1alpha1.PodMove\"@\n\rWorkloadOwner\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"J\n\x07PodMove\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tfrom_node\x18\x02 \x01(\t\x12\x0f\n\x07to_node\x18\x03 \x01(\t\x12\r\n\x05\x63\x61rds\x18\x04 \x01(\x01\"J\n\tCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"W\n\x14\x43\x61ndidateExplanation\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x10\n\x08selected\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\tB)Z\'volcano.sh/repack/api/v1alpha1;v1alpha1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"volcano/repack/v1alpha1/plan.proto\x12\x17volcano.repack.v1alpha1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xed\x01\n\rFragmentation\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x17\n\x0fproviding_nodes\x18\x02 \x01(\x05\x12\x16\n\x0eoccupied_nodes\x18\x03 \x01(\x05\x12\x1a\n\x12min_occupied_nodes\x18\x04 \x01(\x05\x12\x1d\n\x15\x66ragmentation_percent\x18\x05 \x01(\x01\x12\x11\n\tmin_exact\x18\x06 \x01(\x08\x12\x12\n\nmin_method\x18\x07 \x01(\t\x12\x11\n\tallocated\x18\x08 \x01(\x01\x12\x13\n\x0b\x61llocatable\x18\t \x01(\x01\x12\x0f\n\x07message\x18\n \x01(\t\"\x8a\x03\n\x0cRepackStatus\x12\r\n\x05phase\x18\x01 \x01(\t\x12+\n\x04plan\x18\x02 \x01(\x0b\x32\x1d.volcano.repack.v1alpha1.Plan\x12\x36\n\nconditions\x18\x03 \x03(\x0b\x32\".volcano.repack.v1alpha1.Condition\x12\x10\n\x08warnings\x18\x04 \x03(\t\x12\x1b\n\x13observed_generation\x18\x05 \x01(\x03\x12.\n\nstart_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0f\x63ompletion_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x38\n\x0brelocations\x18\x08 \x03(\x0b\x32#.volcano.repack.v1alpha1.Relocation\x12\x38\n\x06result\x18\t \x01(\x0b\x32(.volcano.repack.v1alpha1.ExecutionResult\"\x8b\x03\n\nRelocation\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x17\n\x0fvictim_pod_name\x18\x02 \x01(\t\x12$\n\x0evictim_pod_uid\x18\x03 \x01(\tR\x0cvictimPodUID\x12\x16\n\x0epod_group_name\x18\x04 \x01(\t\x12\x35\n\x05owner\x18\x05 \x01(\x0b\x32&.volcano.repack.v1alpha1.WorkloadOwner\x12\x16\n\x0e\x66rom_node_name\x18\x06 \x01(\t\x12\x19\n\x11planned_node_name\x18\x07 \x01(\t\x12\r\n\x05\x63\x61rds\x18\x08 \x01(\x01\x12\"\n\x1areplacement_pod_group_name\x18\t \x01(\t\x12\x39\n\x08\x65viction\x18\n \x01(\x0b\x32\'.volcano.repack.v1alpha1.EvictionRecord\x12;\n\tplacement\x18\x0b \x01(\x0b\x32(.volcano.repack.v1alpha1.PlacementRecord\"y\n\x0e\x45victionRecord\x12\r\n\x05phase\x18\x01 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x02 \x01(\x05\x12\x35\n\x11last_attempt_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07message\x18\x04 \x01(\t\"\xb5\x01\n\x0fPlacementRecord\x12\r\n\x05phase\x18\x01 \x01(\t\x12\x1a\n\x12selected_node_name\x18\x02 \x01(\t\x12\x18\n\x10\x61\x63tual_node_name\x18\x03 \x01(\t\x12\x1c\n\x14replacement_pod_name\x18\x04 \x01(\t\x12.\n\x13replacement_pod_uid\x18\x05 \x01(\tR\x11replacementPodUID\x12\x0f\n\x07message\x18\x06 \x01(\t\"\xd8\x01\n\x0f\x45xecutionResult\x12\x1f\n\x12\x66rag_after_percent\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x18\n\x10\x66reed_node_count\x18\x02 \x01(\x05\x12\x13\n\x0b\x66reed_nodes\x18\x03 \x03(\t\x12\x18\n\x10moved_card_count\x18\x04 \x01(\x01\x12\x19\n\x11\x65victed_pod_count\x18\x05 \x01(\x05\x12\x18\n\x10metrics_verified\x18\x06 \x01(\x08\x12\x0f\n\x07message\x18\x07 \x01(\tB\x15\n\x13_frag_after_percent\"\xcb\x01\n\x04Plan\x12\x35\n\x07summary\x18\x01 \x01(\x0b\x32$.volcano.repack.v1alpha1.PlanSummary\x12\x34\n\x05moves\x18\x02 \x03(\x0b\x32%.volcano.repack.v1alpha1.WorkloadMove\x12\x13\n\x0b\x66reed_nodes\x18\x03 \x03(\t\x12\x41\n\ncandidates\x18\x04 \x03(\x0b\x32-.volcano.repack.v1alpha1.CandidateExplanation\"\xec\x02\n\x0bPlanSummary\x12\x1b\n\x13\x66rag_before_percent\x18\x01 \x01(\x01\x12\x1a\n\x12\x66rag_after_percent\x18\x02 \x01(\x01\x12\x18\n\x10\x66reed_node_count\x18\x03 \x01(\x05\x12\x18\n\x10moved_card_count\x18\x04 \x01(\x01\x12>\n\x0eresolved_scope\x18\x05 \x01(\x0b\x32&.volcano.repack.v1alpha1.ResolvedScope\x12\x10\n\x08resource\x18\x06 \x01(\t\x12\x36\n\x06\x62\x65\x66ore\x18\x07 \x01(\x0b\x32&.volcano.repack.v1alpha1.Fragmentation\x12\x35\n\x05\x61\x66ter\x18\x08 \x01(\x0b\x32&.volcano.repack.v1alpha1.Fragmentation\x12/\n\x04\x63ost\x18\t \x01(\x0b\x32!.volcano.repack.v1alpha1.PlanCost\"\x8f\x01\n\x08PlanCost\x12\x1a\n\x12\x61\x66\x66\x65\x63ted_workloads\x18\x01 \x01(\x05\x12&\n\x1epod_groups_below_min_available\x18\x02 \x01(\x05\x12\x16\n\x0e\x61\x66\x66\x65\x63ted_cards\x18\x03 \x01(\x01\x12\x13\n\x0bmoved_cards\x18\x04 \x01(\x01\x12\x12\n\nmoved_pods\x18\x05 \x01(\x05\"<\n\rResolvedScope\x12\x17\n\x0fpod_group_count\x18\x01 \x01(\x05\x12\x12\n\nnode_count\x18\x02 \x01(\x05\"\xaf\x01\n\x0cWorkloadMove\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0epod_group_name\x18\x02 \x01(\t\x12\x35\n\x05owner\x18\x03 \x01(\x0b\x32&.volcano.repack.v1alpha1.WorkloadOwner\x12\r\n\x05\x63\x61rds\x18\x04 \x01(\x01\x12.\n\x04pods\x18\x05 \x03(\x0b\x32 .volcano.repack.v1alpha1.PodMove\"Z\n\rWorkloadOwner\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x10\n\x03uid\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x06\n\x04_uid\"J\n\x07PodMove\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tfrom_node\x18\x02 \x01(\t\x12\x0f\n\x07to_node\x18\x03 \x01(\t\x12\r\n\x05\x63\x61rds\x18\x04 \x01(\x01\"\xa1\x01\n\tCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x38\n\x14last_transition_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1b\n\x13observed_generation\x18\x06 \x01(\x03\"W\n\x14\x43\x61ndidateExplanation\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x10\n\x08selected\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\tB)Z\'volcano.sh/repack/api/v1alpha1;v1alpha1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,26 +33,34 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'volcano.repack.v1alpha1.pla
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z\'volcano.sh/repack/api/v1alpha1;v1alpha1'
-  _globals['_FRAGMENTATION']._serialized_start=64
-  _globals['_FRAGMENTATION']._serialized_end=301
-  _globals['_REPACKSTATUS']._serialized_start=304
-  _globals['_REPACKSTATUS']._serialized_end=452
-  _globals['_PLAN']._serialized_start=455
-  _globals['_PLAN']._serialized_end=658
-  _globals['_PLANSUMMARY']._serialized_start=661
-  _globals['_PLANSUMMARY']._serialized_end=1025
-  _globals['_PLANCOST']._serialized_start=1028
-  _globals['_PLANCOST']._serialized_end=1171
-  _globals['_RESOLVEDSCOPE']._serialized_start=1173
-  _globals['_RESOLVEDSCOPE']._serialized_end=1233
-  _globals['_WORKLOADMOVE']._serialized_start=1236
-  _globals['_WORKLOADMOVE']._serialized_end=1411
-  _globals['_WORKLOADOWNER']._serialized_start=1413
-  _globals['_WORKLOADOWNER']._serialized_end=1477
-  _globals['_PODMOVE']._serialized_start=1479
-  _globals['_PODMOVE']._serialized_end=1553
-  _globals['_CONDITION']._serialized_start=1555
-  _globals['_CONDITION']._serialized_end=1629
-  _globals['_CANDIDATEEXPLANATION']._serialized_start=1631
-  _globals['_CANDIDATEEXPLANATION']._serialized_end=1718
+  _globals['_FRAGMENTATION']._serialized_start=97
+  _globals['_FRAGMENTATION']._serialized_end=334
+  _globals['_REPACKSTATUS']._serialized_start=337
+  _globals['_REPACKSTATUS']._serialized_end=731
+  _globals['_RELOCATION']._serialized_start=734
+  _globals['_RELOCATION']._serialized_end=1129
+  _globals['_EVICTIONRECORD']._serialized_start=1131
+  _globals['_EVICTIONRECORD']._serialized_end=1252
+  _globals['_PLACEMENTRECORD']._serialized_start=1255
+  _globals['_PLACEMENTRECORD']._serialized_end=1436
+  _globals['_EXECUTIONRESULT']._serialized_start=1439
+  _globals['_EXECUTIONRESULT']._serialized_end=1655
+  _globals['_PLAN']._serialized_start=1658
+  _globals['_PLAN']._serialized_end=1861
+  _globals['_PLANSUMMARY']._serialized_start=1864
+  _globals['_PLANSUMMARY']._serialized_end=2228
+  _globals['_PLANCOST']._serialized_start=2231
+  _globals['_PLANCOST']._serialized_end=2374
+  _globals['_RESOLVEDSCOPE']._serialized_start=2376
+  _globals['_RESOLVEDSCOPE']._serialized_end=2436
+  _globals['_WORKLOADMOVE']._serialized_start=2439
+  _globals['_WORKLOADMOVE']._serialized_end=2614
+  _globals['_WORKLOADOWNER']._serialized_start=2616
+  _globals['_WORKLOADOWNER']._serialized_end=2706
+  _globals['_PODMOVE']._serialized_start=2708
+  _globals['_PODMOVE']._serialized_end=2782
+  _globals['_CONDITION']._serialized_start=2785
+  _globals['_CONDITION']._serialized_end=2946
+  _globals['_CANDIDATEEXPLANATION']._serialized_start=2948
+  _globals['_CANDIDATEEXPLANATION']._serialized_end=3035
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,6 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -31,16 +34,98 @@ class Fragmentation(_message.Message):
     def __init__(self, resource: _Optional[str] = ..., providing_nodes: _Optional[int] = ..., occupied_nodes: _Optional[int] = ..., min_occupied_nodes: _Optional[int] = ..., fragmentation_percent: _Optional[float] = ..., min_exact: _Optional[bool] = ..., min_method: _Optional[str] = ..., allocated: _Optional[float] = ..., allocatable: _Optional[float] = ..., message: _Optional[str] = ...) -> None: ...
 
 class RepackStatus(_message.Message):
-    __slots__ = ("phase", "plan", "conditions", "warnings")
+    __slots__ = ("phase", "plan", "conditions", "warnings", "observed_generation", "start_time", "completion_time", "relocations", "result")
     PHASE_FIELD_NUMBER: _ClassVar[int]
     PLAN_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    OBSERVED_GENERATION_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    COMPLETION_TIME_FIELD_NUMBER: _ClassVar[int]
+    RELOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
     phase: str
     plan: Plan
     conditions: _containers.RepeatedCompositeFieldContainer[Condition]
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, phase: _Optional[str] = ..., plan: _Optional[_Union[Plan, _Mapping]] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    observed_generation: int
+    start_time: _timestamp_pb2.Timestamp
+    completion_time: _timestamp_pb2.Timestamp
+    relocations: _containers.RepeatedCompositeFieldContainer[Relocation]
+    result: ExecutionResult
+    def __init__(self, phase: _Optional[str] = ..., plan: _Optional[_Union[Plan, _Mapping]] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ..., observed_generation: _Optional[int] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., completion_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., relocations: _Optional[_Iterable[_Union[Relocation, _Mapping]]] = ..., result: _Optional[_Union[ExecutionResult, _Mapping]] = ...) -> None: ...
+
+class Relocation(_message.Message):
+    __slots__ = ("namespace", "victim_pod_name", "victim_pod_uid", "pod_group_name", "owner", "from_node_name", "planned_node_name", "cards", "replacement_pod_group_name", "eviction", "placement")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    VICTIM_POD_NAME_FIELD_NUMBER: _ClassVar[int]
+    VICTIM_POD_UID_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    FROM_NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PLANNED_NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    CARDS_FIELD_NUMBER: _ClassVar[int]
+    REPLACEMENT_POD_GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    EVICTION_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    victim_pod_name: str
+    victim_pod_uid: str
+    pod_group_name: str
+    owner: WorkloadOwner
+    from_node_name: str
+    planned_node_name: str
+    cards: float
+    replacement_pod_group_name: str
+    eviction: EvictionRecord
+    placement: PlacementRecord
+    def __init__(self, namespace: _Optional[str] = ..., victim_pod_name: _Optional[str] = ..., victim_pod_uid: _Optional[str] = ..., pod_group_name: _Optional[str] = ..., owner: _Optional[_Union[WorkloadOwner, _Mapping]] = ..., from_node_name: _Optional[str] = ..., planned_node_name: _Optional[str] = ..., cards: _Optional[float] = ..., replacement_pod_group_name: _Optional[str] = ..., eviction: _Optional[_Union[EvictionRecord, _Mapping]] = ..., placement: _Optional[_Union[PlacementRecord, _Mapping]] = ...) -> None: ...
+
+class EvictionRecord(_message.Message):
+    __slots__ = ("phase", "attempts", "last_attempt_time", "message")
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ATTEMPT_TIME_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    phase: str
+    attempts: int
+    last_attempt_time: _timestamp_pb2.Timestamp
+    message: str
+    def __init__(self, phase: _Optional[str] = ..., attempts: _Optional[int] = ..., last_attempt_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., message: _Optional[str] = ...) -> None: ...
+
+class PlacementRecord(_message.Message):
+    __slots__ = ("phase", "selected_node_name", "actual_node_name", "replacement_pod_name", "replacement_pod_uid", "message")
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    SELECTED_NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    ACTUAL_NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    REPLACEMENT_POD_NAME_FIELD_NUMBER: _ClassVar[int]
+    REPLACEMENT_POD_UID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    phase: str
+    selected_node_name: str
+    actual_node_name: str
+    replacement_pod_name: str
+    replacement_pod_uid: str
+    message: str
+    def __init__(self, phase: _Optional[str] = ..., selected_node_name: _Optional[str] = ..., actual_node_name: _Optional[str] = ..., replacement_pod_name: _Optional[str] = ..., replacement_pod_uid: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class ExecutionResult(_message.Message):
+    __slots__ = ("frag_after_percent", "freed_node_count", "freed_nodes", "moved_card_count", "evicted_pod_count", "metrics_verified", "message")
+    FRAG_AFTER_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    FREED_NODE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    FREED_NODES_FIELD_NUMBER: _ClassVar[int]
+    MOVED_CARD_COUNT_FIELD_NUMBER: _ClassVar[int]
+    EVICTED_POD_COUNT_FIELD_NUMBER: _ClassVar[int]
+    METRICS_VERIFIED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    frag_after_percent: float
+    freed_node_count: int
+    freed_nodes: _containers.RepeatedScalarFieldContainer[str]
+    moved_card_count: float
+    evicted_pod_count: int
+    metrics_verified: bool
+    message: str
+    def __init__(self, frag_after_percent: _Optional[float] = ..., freed_node_count: _Optional[int] = ..., freed_nodes: _Optional[_Iterable[str]] = ..., moved_card_count: _Optional[float] = ..., evicted_pod_count: _Optional[int] = ..., metrics_verified: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
 
 class Plan(_message.Message):
     __slots__ = ("summary", "moves", "freed_nodes", "candidates")
@@ -113,14 +198,16 @@ class WorkloadMove(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., pod_group_name: _Optional[str] = ..., owner: _Optional[_Union[WorkloadOwner, _Mapping]] = ..., cards: _Optional[float] = ..., pods: _Optional[_Iterable[_Union[PodMove, _Mapping]]] = ...) -> None: ...
 
 class WorkloadOwner(_message.Message):
-    __slots__ = ("api_version", "kind", "name")
+    __slots__ = ("api_version", "kind", "name", "uid")
     API_VERSION_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
     api_version: str
     kind: str
     name: str
-    def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+    uid: str
+    def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ...) -> None: ...
 
 class PodMove(_message.Message):
     __slots__ = ("name", "from_node", "to_node", "cards")
@@ -135,16 +222,20 @@ class PodMove(_message.Message):
     def __init__(self, name: _Optional[str] = ..., from_node: _Optional[str] = ..., to_node: _Optional[str] = ..., cards: _Optional[float] = ...) -> None: ...
 
 class Condition(_message.Message):
-    __slots__ = ("type", "status", "reason", "message")
+    __slots__ = ("type", "status", "reason", "message", "last_transition_time", "observed_generation")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LAST_TRANSITION_TIME_FIELD_NUMBER: _ClassVar[int]
+    OBSERVED_GENERATION_FIELD_NUMBER: _ClassVar[int]
     type: str
     status: str
     reason: str
     message: str
-    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+    last_transition_time: _timestamp_pb2.Timestamp
+    observed_generation: int
+    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., last_transition_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., observed_generation: _Optional[int] = ...) -> None: ...
 
 class CandidateExplanation(_message.Message):
     __slots__ = ("node", "selected", "reason", "message")

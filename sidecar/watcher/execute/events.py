@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from sidecar.api.repackrun import Mode, Phase
 from sidecar.kubeobj import Obj
+from sidecar.watcher.execute.journal import key as pod_key
 from sidecar.watcher.execute.journal import relocations_of
 from sidecar.watcher.kit.cache import ClusterCache
 from sidecar.watcher.kit.controller import Mapper, name_of, unfinished
@@ -34,7 +35,7 @@ class JournalPods:
         name = name_of(run)
         keys: set[str] = set()
         if not deleted and is_execute(run) and unfinished(run):
-            keys = {r.key for r in relocations_of(run.get("status") or {})}
+            keys = {pod_key(r) for r in relocations_of(run.get("status") or {})}
         with self._lock:
             for key in self._of_run.pop(name, set()) - keys:
                 runs = self._pods.get(key, set())

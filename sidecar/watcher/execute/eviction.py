@@ -17,14 +17,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from sidecar.api.repackrun import EvictionPhase, PlacementPhase
 from sidecar.kubeobj import Obj
-from sidecar.watcher.execute.journal import Eviction, Placement, Relocation
+from sidecar.watcher.execute.journal import EvictionRecord, Relocation, changed, key, stamp
 from sidecar.watcher.kit.port import PODS, ApiError, Cluster
-from sidecar.watcher.kit.status import Hook, parse_time, rfc3339
+from sidecar.watcher.kit.status import Hook, rfc3339
 
 REFUSED = (403, 429)
 ERRORS = (500, 502, 503, 504)
@@ -39,9 +38,9 @@ def backoff(attempts: int) -> float:
 def retry_at(rel: Relocation) -> datetime | None:
     """When a Pending eviction that failed before is due again (None: not Pending, or never tried)."""
     ev = rel.eviction
-    if ev.phase != EvictionPhase.PENDING or ev.attempts == 0 or not ev.last_attempt_time:
+    if ev.phase != EvictionPhase.PENDING or ev.attempts == 0 or not ev.HasField("last_attempt_time"):
         return None
-    return parse_time(ev.last_attempt_time) + timedelta(seconds=backoff(ev.attempts))
+    return ev.last_attempt_time.ToDatetime(tzinfo=UTC) + timedelta(seconds=backoff(ev.attempts))
 
 
 def due(rel: Relocation, now: datetime, deadline: datetime) -> bool:
@@ -87,25 +86,32 @@ class Evictor:
         finished = str(((pod or {}).get("status") or {}).get("phase") or "")
         if finished in ("Succeeded", "Failed"):  # it holds nothing and no controller rebuilds finished work
             done = _evicted(rel, f"not needed: the pod already finished ({finished})")
-            placement = Placement(phase=PlacementPhase.SKIPPED, message="finished: no replacement")
-            return dataclasses.replace(done, placement=placement)
+            return changed(done, phase=PlacementPhase.SKIPPED, message="finished: no replacement")
         try:
             self._cluster.evict(rel.namespace, rel.victim_pod_name, uid=rel.victim_pod_uid, grace_seconds=grace)
         except ApiError as exc:
-            self._hook(f"evict:{rel.key}")
+            self._hook(f"evict:{key(rel)}")
             return _refused(rel, exc, now, deadline)
-        self._hook(f"evict:{rel.key}")
+        self._hook(f"evict:{key(rel)}")
         return _evicted(rel, "evicted through the Eviction API", attempted=now)
+
+
+def _record(phase: EvictionPhase, attempts: int, at: datetime | None, message: str) -> EvictionRecord:
+    record = EvictionRecord(phase=phase, attempts=attempts, message=message)
+    if at is not None:
+        record.last_attempt_time.CopyFrom(stamp(at))
+    return record
 
 
 def _evicted(rel: Relocation, message: str, attempted: datetime | None = None) -> Relocation:
     ev = rel.eviction
-    attempts, last = (ev.attempts + 1, rfc3339(attempted)) if attempted else (ev.attempts, ev.last_attempt_time)
-    eviction = Eviction(EvictionPhase.EVICTED, attempts, last, message)
-    placement = dataclasses.replace(
-        rel.placement, phase=PlacementPhase.WAITING_FOR_REPLACEMENT, message="waiting for the rebuilt pod"
-    )
-    return dataclasses.replace(rel, eviction=eviction, placement=placement)
+    record = EvictionRecord(phase=EvictionPhase.EVICTED, attempts=ev.attempts + bool(attempted), message=message)
+    if attempted is not None:
+        record.last_attempt_time.CopyFrom(stamp(attempted))
+    elif ev.HasField("last_attempt_time"):
+        record.last_attempt_time.CopyFrom(ev.last_attempt_time)
+    return changed(rel, eviction=record, phase=PlacementPhase.WAITING_FOR_REPLACEMENT,
+                   message="waiting for the rebuilt pod")  # fmt: skip
 
 
 def _refused(rel: Relocation, exc: ApiError, now: datetime, deadline: datetime) -> Relocation:
@@ -118,10 +124,10 @@ def _refused(rel: Relocation, exc: ApiError, now: datetime, deadline: datetime) 
     attempts = rel.eviction.attempts + 1
     if code in REFUSED or code in ERRORS:
         if now < deadline:
-            return dataclasses.replace(rel, eviction=Eviction(EvictionPhase.PENDING, attempts, rfc3339(now), message))
+            return changed(rel, eviction=_record(EvictionPhase.PENDING, attempts, now, message))
         phase = EvictionPhase.BLOCKED if code in REFUSED else EvictionPhase.FAILED
         message = f"eviction deadline {rfc3339(deadline)} passed; last answer {message}"
     else:
         phase = EvictionPhase.FAILED
-    placement = Placement(phase=PlacementPhase.SKIPPED, message=f"not evicted ({phase})")
-    return dataclasses.replace(rel, eviction=Eviction(phase, attempts, rfc3339(now), message), placement=placement)
+    record = _record(phase, attempts, now, message)
+    return changed(rel, eviction=record, phase=PlacementPhase.SKIPPED, message=f"not evicted ({phase})")

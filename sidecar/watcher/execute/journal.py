@@ -1,137 +1,72 @@
-"""The Execute journal's records: one ``Relocation`` per moved pod and the run's ``Result``, typed,
-and their camelCase JSON in ``status.relocations[]`` / ``status.result``.
+"""The Execute journal: ``status.relocations[]`` and ``status.result`` as the contract's messages
+(``Relocation``, ``ExecutionResult`` in proto/volcano/repack/v1alpha1/plan.proto — the one shape,
+which the CRD is checked against), read from and written to the run's camelCase JSON.
 
 The records are what makes a restart safe: a relocation names its victim by UID (an eviction can
 never hit the rebuilt pod that reuses the name), its workload by owner UID (a ModelServing rebuild
 under a new PodGroup is still recognised), and records every decision (selected node, replacement
-UID) before it is acted on.
+UID) before it is acted on. Messages compare by value, so "the record the journal still holds"
+is an equality.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
-from typing import Any, Self
+from datetime import datetime
+from typing import Any, TypeVar
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
 
 from sidecar.api.repackrun import PLACEMENT_TERMINAL, EvictionPhase, PlacementPhase
 from sidecar.api.v1alpha1 import plan_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.api.v1alpha1.plan_pb2 import EvictionRecord, ExecutionResult, PlacementRecord, Relocation, WorkloadOwner
 from sidecar.kubeobj import Obj
 
-
-def _camel(name: str) -> str:
-    """victim_pod_uid -> victimPodUID (Kubernetes spells UID in capitals inside a name)."""
-    first, *rest = name.split("_")
-    return first + "".join("UID" if p == "uid" else p.capitalize() for p in rest)
+__all__ = ["EvictionRecord", "ExecutionResult", "PlacementRecord", "Relocation", "WorkloadOwner"]
+M = TypeVar("M", bound=Message)
 
 
-def _number(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else value
+def to_json(message: Message) -> Obj:
+    """The record as the status holds it: camelCase, every scalar written (an empty node name is
+    ``""``), unset timestamps and an unmeasured fragmentation absent."""
+    out: Obj = json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+    return out
 
 
-class _Json:
-    """dataclass <-> camelCase JSON, nested records included; unknown keys are ignored."""
-
-    def to_json(self) -> Obj:
-        out: Obj = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
-            if isinstance(value, _Json):
-                value = value.to_json()
-            elif isinstance(value, list):
-                value = list(value)
-            elif isinstance(value, float):
-                value = _number(value)
-            elif f.name.endswith("_time") and not value:
-                continue  # an unset timestamp is absent (the CRD types it date-time), as omitempty would
-            out[_camel(f.name)] = value
-        return out
-
-    @classmethod
-    def from_json(cls, doc: Obj | None) -> Self:
-        doc = doc or {}
-        kwargs: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-            key = _camel(f.name)
-            if key not in doc:
-                continue
-            nested = _NESTED.get((cls.__name__, f.name))
-            kwargs[f.name] = nested.from_json(doc[key]) if nested is not None else doc[key]
-        return cls(**kwargs)
+def from_json(doc: Obj | None, message: M) -> M:
+    """``message`` filled from a stored record; fields a newer watcher wrote are ignored."""
+    json_format.ParseDict(doc or {}, message, ignore_unknown_fields=True)
+    return message
 
 
-@dataclass
-class Owner(_Json):
-    api_version: str = ""
-    kind: str = ""
-    name: str = ""
-    uid: str = ""
+def key(rel: Relocation) -> str:
+    """namespace/name of the victim (and of its replacement, which keeps the name)."""
+    return f"{rel.namespace}/{rel.victim_pod_name}"
 
 
-@dataclass
-class Eviction(_Json):
-    phase: str = EvictionPhase.PENDING
-    attempts: int = 0
-    last_attempt_time: str = ""
-    message: str = ""
+def done(rel: Relocation) -> bool:
+    return rel.placement.phase in PLACEMENT_TERMINAL
 
 
-@dataclass
-class Placement(_Json):
-    phase: str = PlacementPhase.PENDING
-    selected_node_name: str = ""
-    actual_node_name: str = ""
-    replacement_pod_name: str = ""
-    replacement_pod_uid: str = ""
-    message: str = ""
+def stamp(when: datetime) -> Any:
+    """A Timestamp at ``when``, to the second (metav1.Time's precision)."""
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    out = Timestamp()
+    out.FromSeconds(int(when.timestamp()))
+    return out
 
 
-@dataclass
-class Relocation(_Json):
-    namespace: str = ""
-    victim_pod_name: str = ""
-    victim_pod_uid: str = ""
-    pod_group_name: str = ""
-    owner: Owner = field(default_factory=Owner)
-    from_node_name: str = ""
-    planned_node_name: str = ""
-    cards: float = 0.0
-    #: the PodGroup the replacement runs in when the workload renamed it (ModelServing rebuild)
-    replacement_pod_group_name: str = ""
-    eviction: Eviction = field(default_factory=Eviction)
-    placement: Placement = field(default_factory=Placement)
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.victim_pod_name}"
-
-    @property
-    def done(self) -> bool:
-        return self.placement.phase in PLACEMENT_TERMINAL
-
-
-@dataclass
-class Result(_Json):
-    frag_after_percent: float | None = None
-    freed_node_count: int = 0
-    freed_nodes: list[str] = field(default_factory=list)
-    moved_card_count: float = 0.0
-    evicted_pod_count: int = 0
-    metrics_verified: bool = False
-    message: str = ""
-
-    def to_json(self) -> Obj:
-        out = super().to_json()
-        if self.frag_after_percent is None:
-            del out["fragAfterPercent"]  # not measured: absent rather than a made-up 0
-        return out
-
-
-_NESTED: dict[tuple[str, str], type[_Json]] = {
-    ("Relocation", "owner"): Owner,
-    ("Relocation", "eviction"): Eviction,
-    ("Relocation", "placement"): Placement,
-}
+def changed(rel: Relocation, *, eviction: EvictionRecord | None = None, **placement: Any) -> Relocation:
+    """A copy of ``rel`` with a new eviction record and/or placement fields (``phase=...``)."""
+    out = Relocation()
+    out.CopyFrom(rel)
+    if eviction is not None:
+        out.eviction.CopyFrom(eviction)
+    for name, value in placement.items():
+        setattr(out.placement, name, value)
+    return out
 
 
 def eviction_outcome(rel: Relocation) -> str:
@@ -145,7 +80,7 @@ def eviction_outcome(rel: Relocation) -> str:
 
 
 def relocations_of(status: Obj) -> list[Relocation]:
-    return [Relocation.from_json(r) for r in status.get("relocations") or []]
+    return [from_json(r, Relocation()) for r in status.get("relocations") or []]
 
 
 def apply_changes(status: Obj, changes: list[tuple[Relocation, Relocation]]) -> int:
@@ -157,8 +92,8 @@ def apply_changes(status: Obj, changes: list[tuple[Relocation, Relocation]]) -> 
     applied = 0
     for base, new in changes:
         i = index.get((base.namespace, base.victim_pod_name))
-        if i is not None and Relocation.from_json(stored[i]) == base:
-            stored[i] = {**stored[i], **new.to_json()}  # fields this version does not know are kept
+        if i is not None and from_json(stored[i], Relocation()) == base:
+            stored[i] = {**stored[i], **to_json(new)}  # fields this version does not know are kept
             applied += 1
     return applied
 
@@ -173,12 +108,8 @@ def relocations_from_plan(plan: plan_pb2.Plan, snapshot: pb.Snapshot) -> list[Re
     }
     out: list[Relocation] = []
     for move in plan.moves:
-        owner = Owner(
-            api_version=move.owner.api_version,
-            kind=move.owner.kind,
-            name=move.owner.name,
-            uid=owners.get((move.namespace, move.pod_group_name), ""),
-        )
+        owner = WorkloadOwner(api_version=move.owner.api_version, kind=move.owner.kind, name=move.owner.name,
+                              uid=owners.get((move.namespace, move.pod_group_name), ""))  # fmt: skip
         for pod in move.pods:
             out.append(
                 Relocation(
@@ -186,10 +117,12 @@ def relocations_from_plan(plan: plan_pb2.Plan, snapshot: pb.Snapshot) -> list[Re
                     victim_pod_name=pod.name,
                     victim_pod_uid=uids.get((move.namespace, pod.name), ""),
                     pod_group_name=move.pod_group_name,
-                    owner=dataclasses.replace(owner),
+                    owner=owner,
                     from_node_name=pod.from_node,
                     planned_node_name=pod.to_node,
                     cards=pod.cards,
+                    eviction=EvictionRecord(phase=EvictionPhase.PENDING),
+                    placement=PlacementRecord(phase=PlacementPhase.PENDING),
                 )
             )
     return out

@@ -10,11 +10,9 @@ cards twice.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from sidecar.api.repackrun import Condition, EvictionPhase, Phase, PlacementPhase, Reason
 from sidecar.api.v1alpha1 import service_pb2, spec_pb2
@@ -22,7 +20,18 @@ from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.kubeobj import Obj
 from sidecar.watcher import observer as observe
 from sidecar.watcher.execute.eviction import Evictor, due, read_pod, retry_at
-from sidecar.watcher.execute.journal import Placement, Relocation, apply_changes, eviction_outcome, relocations_of
+from sidecar.watcher.execute.journal import (
+    EvictionRecord,
+    PlacementRecord,
+    Relocation,
+    apply_changes,
+    changed,
+    done,
+    eviction_outcome,
+    key,
+    relocations_of,
+    to_json,
+)
 from sidecar.watcher.execute.placement import (
     Placements,
     bound_phase,
@@ -89,10 +98,6 @@ class Tools:
     hook: Hook
 
 
-def _replace_placement(rel: Relocation, **fields: Any) -> Relocation:
-    return dataclasses.replace(rel, placement=dataclasses.replace(rel.placement, **fields))
-
-
 class Pass:
     """``run()`` drives one Running run one step further; returns its phase, or None when another
     writer changed it under this pass (the next pass resumes from the newer journal)."""
@@ -125,12 +130,16 @@ class Pass:
         retries = [t for t in (retry_at(r) for r in pending) if t is not None]
         return min([end, *([evict_by] if pending else []), *retries])
 
-    def run(self) -> str | None:
+    def run(self, *, place: bool = True) -> str | None:
+        """One pass: due evictions, then (unless ``place`` is False) placements, then the finish when
+        every relocation is done or the execution deadline passed. The pass that admitted the run
+        (and decoded the cluster for its plan) evicts only: its rebuilt pods arrive as events and the
+        next pass places them, so no pass decodes the cluster twice."""
         now = self.t.clock()
         end, evict_by = self._deadlines()
-        if now < end and not (self._evictions(now, evict_by) and self._placements_done()):
+        if now < end and not (self._evictions(now, evict_by) and (not place or self._placements_done())):
             return None
-        if now < end and not all(r.done for r in relocations_of(self.run_obj["status"])):
+        if now < end and not all(done(r) for r in relocations_of(self.run_obj["status"])):
             return Phase.RUNNING
         return self._finish(now, end)
 
@@ -155,7 +164,7 @@ class Pass:
             rels = relocations_of(status)
             evicting = any(r.eviction.phase == EvictionPhase.PENDING for r in rels)
             reason = Reason.EVICTING if evicting else Reason.PLACING
-            message = f"{sum(not r.done for r in rels)} of {len(rels)} relocations unfinished"
+            message = f"{sum(not done(r) for r in rels)} of {len(rels)} relocations unfinished"
             set_condition(status, Condition.PROGRESSING, "True", reason, message, now)
             return status
 
@@ -188,9 +197,9 @@ class Pass:
             if phase == old.eviction.phase or phase == EvictionPhase.PENDING or not self._journaled(new):
                 continue
             ev = new.eviction
-            observe.eviction(new.key, new.victim_pod_uid, new.from_node_name, eviction_outcome(new), ev.attempts,
+            observe.eviction(key(new), new.victim_pod_uid, new.from_node_name, eviction_outcome(new), ev.attempts,
                              ev.message)  # fmt: skip
-            where = f"{new.key} on {new.from_node_name}: {new.eviction.message}"
+            where = f"{key(new)} on {new.from_node_name}: {new.eviction.message}"
             reason = "Evicted" if phase == EvictionPhase.EVICTED else f"Eviction{phase}"
             self.t.writer.event(self.run_obj, reason, where, warning=phase != EvictionPhase.EVICTED)
         return True
@@ -222,7 +231,7 @@ class Pass:
         batch = _Batch()
         started = time.monotonic()
         for rel in relocations_of(self.run_obj["status"]):
-            if rel.eviction.phase != EvictionPhase.EVICTED or rel.done:
+            if rel.eviction.phase != EvictionPhase.EVICTED or done(rel):
                 continue
             new, pod, node = self._decide(rel)
             if new != rel:
@@ -249,7 +258,7 @@ class Pass:
                 continue  # another writer changed this record meanwhile: no action without its journal entry
             if nominate(self.t.cluster, pod, node, self.t.hook):
                 ungate(self.t.cluster, pod, self.t.hook)
-                nominated.append((rel, _replace_placement(rel, phase=PlacementPhase.NOMINATED)))
+                nominated.append((rel, changed(rel, phase=PlacementPhase.NOMINATED)))
         return self._update(nominated, "nominated")
 
     def _decide(self, rel: Relocation) -> tuple[Relocation, Obj | None, str]:
@@ -261,23 +270,24 @@ class Pass:
             why = "waiting for the rebuilt pod"
             if pod is not None and pod["metadata"].get("uid") != rel.victim_pod_uid:
                 why = f"pod {pod['metadata'].get('uid')} under the victim's name is terminating or not of this workload"
-            placement = Placement(phase=PlacementPhase.WAITING_FOR_REPLACEMENT, message=why)
-            return dataclasses.replace(rel, placement=placement), None, ""
+            waiting = Relocation()
+            waiting.CopyFrom(rel)
+            waiting.placement.CopyFrom(PlacementRecord(phase=PlacementPhase.WAITING_FOR_REPLACEMENT, message=why))
+            return waiting, None, ""
         uid, meta = str(pod["metadata"]["uid"]), pod["metadata"]
-        placement = rel.placement
-        if placement.replacement_pod_uid not in ("", uid):  # a newer rebuild than the one recorded: start over
-            placement = Placement(phase=PlacementPhase.WAITING_FOR_REPLACEMENT)
-        known = dataclasses.replace(
-            rel,
-            replacement_pod_group_name="" if group == rel.pod_group_name else group,
-            placement=dataclasses.replace(placement, replacement_pod_name=meta["name"], replacement_pod_uid=uid),
-        )
+        known = Relocation()
+        known.CopyFrom(rel)
+        if rel.placement.replacement_pod_uid not in ("", uid):  # a newer rebuild than the one recorded: start over
+            known.placement.CopyFrom(PlacementRecord(phase=PlacementPhase.WAITING_FOR_REPLACEMENT))
+        known.replacement_pod_group_name = "" if group == rel.pod_group_name else group
+        known.placement.replacement_pod_name, known.placement.replacement_pod_uid = meta["name"], uid
+        placement = known.placement
         node = str((pod.get("spec") or {}).get("nodeName") or "")
         if node:
             phase = bound_phase(known, node)
             where = "its selected node" if known.placement.selected_node_name else "its planned node"
             message = f"bound on {where}" if phase == PlacementPhase.BOUND else "the scheduler bound it elsewhere"
-            return _replace_placement(known, phase=phase, actual_node_name=node, message=message), None, ""
+            return changed(known, phase=phase, actual_node_name=node, message=message), None, ""
         if not is_pending(pod):
             return known, None, ""
         if placement.phase == PlacementPhase.NOMINATED:
@@ -286,16 +296,16 @@ class Pass:
             return known, pod, placement.selected_node_name
         session = self._session()
         if not session.knows(uid):  # the cache lags the GET: keep any gate, next pass
-            return _replace_placement(known, message="the rebuilt pod is not in the watcher's cache yet"), None, ""
+            return changed(known, message="the rebuilt pod is not in the watcher's cache yet"), None, ""
         node, why = session.select(known, uid)
         if node:
-            return _replace_placement(known, selected_node_name=node, message=why), pod, node
-        return _replace_placement(known, phase=PlacementPhase.WAITING_FOR_SCHEDULER, message=why), pod, ""
+            return changed(known, selected_node_name=node, message=why), pod, node
+        return changed(known, phase=PlacementPhase.WAITING_FOR_SCHEDULER, message=why), pod, ""
 
     # -- finish ----------------------------------------------------------------------------------
     def _finish(self, now: datetime, end: datetime) -> str | None:
         rels = relocations_of(self.run_obj["status"])
-        final = [r if r.done else _timed_out(r, end) for r in rels]
+        final = [r if done(r) else _timed_out(r, end) for r in rels]
         snap = self.t.snapshot(self.name)
         freed = freed_now(snap, self.freed_planned, self.goal)
         frag: float | None = None
@@ -313,7 +323,7 @@ class Pass:
                 return None  # someone changed the journal since: the next pass decides again
             status = status_of(cur)
             apply_changes(status, list(zip(rels, final, strict=True)))
-            status["result"] = summary.to_json()
+            status["result"] = to_json(summary)
             return status
 
         phase, reason, message = end_state.phase, end_state.reason, end_state.message
@@ -322,11 +332,9 @@ class Pass:
 
 def _timed_out(rel: Relocation, end: datetime) -> Relocation:
     """A relocation unfinished at the execution deadline."""
-    eviction = rel.eviction
+    eviction = EvictionRecord()
+    eviction.CopyFrom(rel.eviction)
     if eviction.phase == EvictionPhase.PENDING:
-        eviction = dataclasses.replace(
-            eviction, phase=EvictionPhase.FAILED, message=f"not evicted by the deadline; {eviction.message}"
-        )
+        eviction.phase, eviction.message = EvictionPhase.FAILED, f"not evicted by the deadline; {eviction.message}"
     message = f"execution deadline {rfc3339(end)} passed while {rel.placement.phase}"
-    timed_out = dataclasses.replace(rel, eviction=eviction)
-    return _replace_placement(timed_out, phase=PlacementPhase.TIMED_OUT, message=message)
+    return changed(rel, eviction=eviction, phase=PlacementPhase.TIMED_OUT, message=message)

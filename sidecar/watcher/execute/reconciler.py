@@ -11,7 +11,9 @@ before the next starts:
 2. **Evictions** (``eviction.py``): every due relocation is attempted, then one status write.
 3. **Placement** (``placement.py``): rebuilt pods recognised by the journal's record; the
    selected node is journaled first, then ``nominatedNodeName`` is patched, then only this
-   project's scheduling gate removed, then Nominated is journaled; bindings are recorded.
+   project's scheduling gate removed, then Nominated is journaled; bindings are recorded. The pass
+   that admitted the run stops after its evictions (it decoded the cluster for the plan); the
+   rebuilt pods' events bring the next pass, which places them on one sidecar session.
 4. **Finish** (``result.py``, which holds the outcome table): when every relocation is terminal,
    or at the execution deadline (unfinished ⇒ TimedOut): result, then ``StatusWriter.finish``
    (phase, conditions, completionTime, Event) — the one way every run ends, here and before the
@@ -38,7 +40,7 @@ from sidecar.errors import InputError
 from sidecar.kubeobj import Obj
 from sidecar.snapshot.io import parse_dict
 from sidecar.watcher.execute.eviction import Evictor
-from sidecar.watcher.execute.journal import Result, relocations_from_plan
+from sidecar.watcher.execute.journal import ExecutionResult, relocations_from_plan, to_json
 from sidecar.watcher.execute.progress import ExecuteOptions, Pass, Tools
 from sidecar.watcher.execute.serial import ANOTHER_RUN_ACTIVE, COOLDOWN_ACTIVE, hold
 from sidecar.watcher.kit.cache import SnapshotSource, read_cluster
@@ -137,14 +139,15 @@ class ExecuteReconciler:
             failed = self._fail_early(run, Reason.INVALID_SPEC, str(exc), now, admitted=False)
             return Reconciled(None if failed is None else phase_of(failed))
         current: Obj | None = run
-        if _pending(run):
+        admitted = _pending(run)
+        if admitted:
             self._wake = None
             current = self._admit(run, spec, now)
             if current is None or phase_of(current) != Phase.RUNNING:
                 return Reconciled(None if current is None else phase_of(current), after(now, [self._wake]))
         assert current is not None
         step = Pass(self._tools, current, spec)
-        return Reconciled(step.run(), after(self._clock(), [step.wake()]))
+        return Reconciled(step.run(place=not admitted), after(self._clock(), [step.wake()]))
 
     # -- admission -------------------------------------------------------------------------------
     def _list_runs(self) -> list[Obj]:
@@ -212,7 +215,7 @@ class ExecuteReconciler:
             status = status_of(cur)
             status.update(phase=Phase.RUNNING, startTime=rfc3339(now), plan=plan_json)
             status["warnings"] = list(response.status.warnings)
-            status["relocations"] = [r.to_json() for r in rels]
+            status["relocations"] = [to_json(r) for r in rels]
             _admitted(status, now)
             set_condition(status, Condition.PROGRESSING, "True", Reason.EVICTING, message, now)
             return status
@@ -248,13 +251,15 @@ class ExecuteReconciler:
         reason = complete.reason if complete is not None else Reason.INSUFFICIENT_IMPROVEMENT
         message = complete.message if complete is not None else "the replan has no moves"
         before = plan_json.get("summary", {}).get("fragBeforePercent", 0.0)
-        result = Result(frag_after_percent=before, metrics_verified=True, message=f"nothing evicted: {message}")
+        result = ExecutionResult(
+            frag_after_percent=before, metrics_verified=True, message=f"nothing evicted: {message}"
+        )
 
         def done(cur: Obj) -> Obj | None:
             if not _pending(cur):
                 return None
             status = status_of(cur)
-            status.update(startTime=rfc3339(now), plan=plan_json, relocations=[], result=result.to_json())
+            status.update(startTime=rfc3339(now), plan=plan_json, relocations=[], result=to_json(result))
             status["warnings"] = list(planned.warnings)
             _admitted(status, now)
             return status
@@ -269,7 +274,7 @@ class ExecuteReconciler:
                 return None
             status = status_of(cur)
             status["relocations"] = []
-            status["result"] = Result(message=f"nothing evicted: {message}").to_json()
+            status["result"] = to_json(ExecutionResult(message=f"nothing evicted: {message}"))
             if admitted:
                 status["startTime"] = rfc3339(now)
                 _admitted(status, now)

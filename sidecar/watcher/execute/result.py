@@ -36,7 +36,7 @@ from sidecar.api.repackrun import EvictionPhase, Phase, PlacementPhase, Reason
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.holding import holding_node_names
-from sidecar.watcher.execute.journal import Relocation, Result
+from sidecar.watcher.execute.journal import ExecutionResult, Relocation, done, key
 from sidecar.wording import count, percent
 
 COMPLETED, ALTERNATIVE = Reason.EXECUTION_COMPLETED, Reason.EXECUTION_COMPLETED_ELSEWHERE
@@ -62,7 +62,7 @@ def freed_now(snapshot: pb.Snapshot, planned: list[str], resource: str) -> list[
 
 
 def _pods(rels: list[Relocation]) -> str:
-    return ", ".join(r.key for r in rels)
+    return ", ".join(key(r) for r in rels)
 
 
 def outcome(rels: list[Relocation], planned: list[str], freed: list[str]) -> RunOutcome:
@@ -71,7 +71,7 @@ def outcome(rels: list[Relocation], planned: list[str], freed: list[str]) -> Run
     reached = set(planned) <= set(freed)
     stuck = [r for r in rels if r.eviction.phase in (EvictionPhase.BLOCKED, EvictionPhase.FAILED)]
     if stuck and not reached:
-        why = "; ".join(f"{r.key}: {r.eviction.message}" for r in stuck)
+        why = "; ".join(f"{key(r)}: {r.eviction.message}" for r in stuck)
         return RunOutcome(Phase.FAILED, EVICTION_BLOCKED, f"{len(stuck)} pods not evicted ({why}); {nodes}")
     late = [r for r in rels if r.placement.phase == PlacementPhase.TIMED_OUT]
     if late:
@@ -84,14 +84,14 @@ def outcome(rels: list[Relocation], planned: list[str], freed: list[str]) -> Run
     moved = [r for r in rels if r.placement.phase in placed and r.placement.actual_node_name]
     other = [r for r in moved if r.placement.actual_node_name != r.planned_node_name]
     if other:
-        where = ", ".join(f"{r.key} on {r.placement.actual_node_name} (planned {r.planned_node_name})" for r in other)
+        where = ", ".join(f"{key(r)} on {r.placement.actual_node_name} (planned {r.planned_node_name})" for r in other)
         return RunOutcome(Phase.SUCCEEDED, ALTERNATIVE, f"{nodes}; placed elsewhere: {where}")
     return RunOutcome(Phase.SUCCEEDED, COMPLETED, f"{nodes}; every pod on its planned node")
 
 
 def result(
     rels: list[Relocation], planned: list[str], freed: list[str], frag: float | None, before: float, note: str = ""
-) -> Result:
+) -> ExecutionResult:
     """``status.result`` after the run (``frag`` None: not measured, ``note`` says why)."""
     evicted = [r for r in rels if r.eviction.phase == EvictionPhase.EVICTED]
     replaced_phases = (
@@ -100,7 +100,7 @@ def result(
         PlacementPhase.SKIPPED,
     )  # Skipped: it finished
     replaced = all(r.placement.phase in replaced_phases for r in evicted)
-    verified = frag is not None and replaced and all(r.done for r in rels)
+    verified = frag is not None and replaced and all(done(r) for r in rels)
     cards = sum(r.cards for r in evicted)
     after = "not measured" if frag is None else percent(frag)
     message = (
@@ -109,7 +109,7 @@ def result(
     )
     if note:
         message += f" ({note})"
-    return Result(
+    return ExecutionResult(
         frag_after_percent=frag,
         freed_node_count=len(freed),
         freed_nodes=list(freed),

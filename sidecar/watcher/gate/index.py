@@ -30,7 +30,7 @@ import structlog
 from sidecar.api.repackrun import EvictionPhase, Mode, Phase
 from sidecar.kubeobj import Obj
 from sidecar.watcher import observer as observe
-from sidecar.watcher.execute.journal import Relocation, relocations_of
+from sidecar.watcher.execute.journal import Relocation, done, key, relocations_of
 from sidecar.watcher.execute.placement import (
     PLACEMENT_GATE,
     controller_uid,
@@ -65,7 +65,7 @@ def claims_of(runs: Iterable[Obj]) -> dict[tuple[str, str], list[Claim]]:
             continue
         name = str(run["metadata"]["name"])
         for rel in relocations_of(run.get("status") or {}):
-            if not rel.done and rel.eviction.phase in (EvictionPhase.PENDING, EvictionPhase.EVICTED):
+            if not done(rel) and rel.eviction.phase in (EvictionPhase.PENDING, EvictionPhase.EVICTED):
                 out.setdefault((rel.namespace, rel.victim_pod_name), []).append(Claim(name, rel))
     return out
 
@@ -130,7 +130,7 @@ class GateIndex:
             if found is not None and ops:
                 response["patchType"] = "JSONPatch"
                 response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
-                response["auditAnnotations"] = {"gated": f"RepackRun {found.run} relocation {found.relocation.key}"}
+                response["auditAnnotations"] = {"gated": f"RepackRun {found.run} relocation {key(found.relocation)}"}
                 if not request.get("dryRun"):
                     observe.gate("added", f"{namespace}/{name}", found.run)
         return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
