@@ -253,6 +253,7 @@ def one_run(objects: list[Obj], goal: str, *, gates: bool, period: float, budget
         "sidecar_calls": dict(sidecar.calls), "sidecar_seconds": {k: round(v, 4) for k, v in sidecar.seconds.items()},
         "passes": len(passes), "placing_passes": len(placing),
         "max_decodes_per_placing_pass": max(placing, default=0),
+        "max_decodes_per_pass": max((d for d, _ in passes), default=0),
         "placing_seconds_per_relocation": sum(sidecar.seconds[k] for k in PLACING) / n if n else None,
         "plan_freed_nodes": int(summary.get("freedNodeCount") or 0),
         "result_freed_nodes": int(result.get("freedNodeCount") or 0),
@@ -282,6 +283,7 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out["nominated_before_bind_share"] = sum(r["nominated_before_bind"] for r in reps) / len(reps) if reps else None
     out["on_selected_share"] = sum(r["on_selected"] for r in reps) / len(reps) if reps else None
     out["max_decodes_per_placing_pass"] = max(r["max_decodes_per_placing_pass"] for r in runs)
+    out["max_decodes_per_pass"] = max(r["max_decodes_per_pass"] for r in runs)
     out["phases"] = dict(Counter(f"{r['phase']}/{r['reason']}" for r in runs))
     return out
 
@@ -298,8 +300,8 @@ def _report(label: str, runs: list[dict[str, Any]]) -> None:
               f"before bind {r['nominated_before_bind']}/{len(r['replacements'])}, on the selected node "
               f"{r['on_selected_node']}, freed {r['result_freed_nodes']} of {r['plan_freed_nodes']} planned, "
               f"fragmentation {r['frag_before_percent']}% -> {r['frag_after_percent']}%; {r['passes']} passes, "
-              f"{r['placing_passes']} choosing placements with at most {r['max_decodes_per_placing_pass']} "
-              f"decode(s) each; choosing placements {r['placing_seconds_per_relocation'] or 0:.3f} s of sidecar "
+              f"{r['placing_passes']} choosing placements; at most {r['max_decodes_per_pass']} decode(s) in a "
+              f"pass; choosing placements {r['placing_seconds_per_relocation'] or 0:.3f} s of sidecar "
               f"time per relocation")  # fmt: skip
     calls: Counter[str] = Counter()
     secs: defaultdict[str, float] = defaultdict(float)
@@ -323,8 +325,9 @@ def _goals(s: dict[str, Any]) -> bool:
     checks = [
         (freed >= GOAL_FREED, f"planned nodes freed {freed:.0%} (>= {GOAL_FREED:.0%})"),
         (nominated >= GOAL_NOMINATED, f"nominated before bind {nominated:.0%} (>= {GOAL_NOMINATED:.0%})"),
-        (s["max_decodes_per_placing_pass"] <= GOAL_DECODES,
-         f"decodes per pass choosing placements {s['max_decodes_per_placing_pass']} (<= {GOAL_DECODES})"),
+        (s["max_decodes_per_pass"] <= GOAL_DECODES,
+         f"decodes of the cluster per pass {s['max_decodes_per_pass']}, in passes choosing placements "
+         f"{s['max_decodes_per_placing_pass']} (<= {GOAL_DECODES})"),
         (s["placing_seconds_per_relocation"] <= GOAL_PLACING_S, "sidecar time choosing placements "
          f"{s['placing_seconds_per_relocation']:.3f} s per relocation (<= {GOAL_PLACING_S} s)"),
     ]  # fmt: skip

@@ -111,7 +111,7 @@ def test_watcher_execute_benchmark_runs_on_the_guide_cluster(capsys: pytest.Capt
     assert "bare: 1 runs" in out  # bare rebuilt pods race the scheduler: any outcome
     assert "webhook gate: 1 runs" in out and "Succeeded/ExecutionCompleted" in out.split("webhook gate: 1 runs")[1]
     assert "✔ nominated before bind 100% (>= 100%)" in out
-    assert "✔ decodes per pass choosing placements 1 (<= 1)" in out
+    assert "✔ decodes of the cluster per pass 1, in passes choosing placements 1 (<= 1)" in out
     saved = json.loads((out_dir() / "watcher_execute_guide.json").read_text())
     for runs in saved["runs"].values():
         (run,) = runs
@@ -121,7 +121,7 @@ def test_watcher_execute_benchmark_runs_on_the_guide_cluster(capsys: pytest.Capt
     # with the gate the scheduler cannot bind a replacement before its nomination
     assert gated["nominated_before_bind"] == 2 and gated["on_selected_node"] == 2
     assert gated["sidecar_calls"]["Plan"] == 1 and gated["sidecar_calls"]["Pipeline"] == 2
-    assert gated["placing_passes"] >= 1 and gated["max_decodes_per_placing_pass"] == 1
+    assert gated["placing_passes"] >= 1 and gated["max_decodes_per_placing_pass"] == gated["max_decodes_per_pass"] == 1
     assert gated["result_freed_nodes"] == 1 and gated["frag_after_percent"] == 0
     assert gated["api_requests_by_kind"]["patch pods"] == 2  # one gate removed per replacement
 
