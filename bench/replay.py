@@ -24,8 +24,8 @@ from collections import Counter
 from pathlib import Path
 
 from bench.common import machine, save
+from realcluster.launcher import RealCluster, ensure_built
 from tests.realcluster.fixtures import Watcher
-from tests.realcluster.launcher import RealCluster, ensure_built
 from tests.realcluster.replay import RoundResult, clean, play
 from tests.realcluster.scenario import Scenario
 

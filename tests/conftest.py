@@ -12,10 +12,10 @@ from pathlib import Path
 import hypothesis  # noqa: F401  (imported up front: see below)
 import pytest
 
+from realcluster.launcher import ClusterError, RealCluster, ensure_built
 from sidecar import logs
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import MIB, ServerConfig
-from tests.realcluster.launcher import ClusterError, RealCluster, ensure_built
 
 logs.configure("json", "warning")
 

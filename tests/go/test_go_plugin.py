@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from realcluster.launcher import ROOT, ClusterError, ensure_built
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.snapshot.forms import to_rows
 from sidecar.snapshot.volcano import snapshot_from_session
-from tests.realcluster.launcher import ROOT, ClusterError, ensure_built
 
 
 @pytest.fixture(scope="module")

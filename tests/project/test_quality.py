@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(
     "tool,args",
     [
-        ("ruff", ["check", "sidecar", "tests", "bench", "setup.py"]),
-        ("ruff", ["format", "--check", "sidecar", "tests", "bench"]),
+        ("ruff", ["check", "sidecar", "tests", "bench", "realcluster", "setup.py"]),
+        ("ruff", ["format", "--check", "sidecar", "tests", "bench", "realcluster"]),
         ("mypy", ["sidecar"]),
     ],
     ids=["ruff-check", "ruff-format", "mypy-strict"],

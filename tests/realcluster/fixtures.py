@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from realcluster.launcher import RealCluster
 from tests.k8s_fixtures import wait_for
-from tests.realcluster.launcher import RealCluster
 
 __all__ = ["wait_for"]
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import yaml
 
+from realcluster.launcher import RealCluster
+from realcluster.modelserving import CRD as MODELSERVING_CRD
 from sidecar.watcher.gate.index import configuration
 from tests.realcluster.fixtures import items, wait_for
-from tests.realcluster.launcher import RealCluster
-from tests.realcluster.modelserving import CRD as MODELSERVING_CRD
 
 ROOT = Path(__file__).resolve().parents[2]
 NPU = "huawei.com/ascend-1980"

@@ -19,7 +19,7 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from tests.realcluster.launcher import RealCluster
+from realcluster.launcher import RealCluster
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from realcluster.launcher import SCHEDULER_CONF, RealCluster
 from sidecar.api.sessions import LATEST
 from sidecar.api.v1alpha1 import service_pb2, snapshot_pb2, spec_pb2
 from sidecar.client import RepackClient
@@ -27,7 +28,6 @@ from sidecar.service import RepackService
 from sidecar.watcher.kit.cache import read_cluster
 from sidecar.watcher.kit.kube import connect
 from tests.realcluster.fixtures import wait_for
-from tests.realcluster.launcher import SCHEDULER_CONF, RealCluster
 from tests.realcluster.scenario import NPU, Scenario
 
 pytestmark = pytest.mark.realcluster

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from realcluster.launcher import RealCluster
 from tests.realcluster.fixtures import Watcher, wait_for
-from tests.realcluster.launcher import RealCluster
 from tests.realcluster.scenario import Scenario, execute_run
 
 pytestmark = pytest.mark.realcluster

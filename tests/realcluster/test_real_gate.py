@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
+from realcluster.launcher import RealCluster
 from tests.realcluster.fixtures import Watcher, wait_for
-from tests.realcluster.launcher import RealCluster
 from tests.realcluster.scenario import WATCHER, Scenario, execute_run, vcjob
 
 pytestmark = pytest.mark.realcluster

@@ -24,16 +24,16 @@ from typing import Any
 import pytest
 import yaml
 
+from realcluster.launcher import RealCluster
+from realcluster.modelserving import ModelServingDouble
 from sidecar.watcher.gate import certs
 from sidecar.watcher.kit.status import utcnow
 from tests.project.test_manifests_rbac import CLUSTER_GRANTS, LEASE_GRANTS, TLS_GRANTS
 from tests.realcluster.fixtures import Watcher, jsonpath, wait_for
-from tests.realcluster.launcher import RealCluster
-from tests.realcluster.modelserving import ModelServingDouble
 from tests.realcluster.scenario import NPU, WATCHER, Scenario
 
 ROOT = Path(__file__).resolve().parents[2]
-GUIDE = ROOT / "tests" / "realcluster" / "guide"
+GUIDE = ROOT / "realcluster" / "guide"
 DATA = ROOT / "sidecar" / "data"
 NS = "repack-demo"
 NODES = ("ascend-node-01", "ascend-node-02", "ascend-node-03")

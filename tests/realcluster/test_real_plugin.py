@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from realcluster.launcher import ROOT, RealCluster
 from sidecar.api.sessions import LATEST
 from sidecar.server.background import BackgroundServer
 from sidecar.server.config import ServerConfig
 from tests.realcluster.fixtures import wait_for
-from tests.realcluster.launcher import ROOT, RealCluster
 from tests.realcluster.scenario import Scenario
 from tests.realcluster.test_real_extender import assert_same_answers, informer_view, latest_and_informers
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from realcluster.launcher import RealCluster
 from sidecar.watcher.kit.kube import KubeCluster, connect
 from sidecar.watcher.kit.port import Cluster
 from tests.port_contract import SCENARIOS, namespace
-from tests.realcluster.launcher import RealCluster
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "repack.volcano.sh_repackruns.yaml"
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from realcluster.launcher import RealCluster
 from tests.realcluster.fixtures import Watcher
-from tests.realcluster.launcher import RealCluster
 from tests.realcluster.replay import RoundResult, clean, play
 from tests.realcluster.scenario import Scenario
 

@@ -17,12 +17,12 @@ import pytest
 import yaml
 from kubernetes import client, config
 
+from realcluster.launcher import RealCluster
 from tests.realcluster.fixtures import Watcher, wait_for
-from tests.realcluster.launcher import RealCluster
 from tests.realcluster.scenario import WATCHER, Scenario, execute_run
 
 pytestmark = pytest.mark.realcluster
-GUIDE = Path(__file__).resolve().parent / "guide"
+GUIDE = Path(__file__).resolve().parents[2] / "realcluster" / "guide"
 ROOT = Path(__file__).resolve().parents[2]
 FAST_LEASE = ("--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5")
 

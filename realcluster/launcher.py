@@ -17,7 +17,7 @@ from the Go module proxy — started as processes the way envtest and KWOK's own
   controllers) and vc-scheduler with the project's ``volcano-scheduler.conf``.
 
 ``RealCluster(workdir).up()`` starts it and writes ``workdir/kubeconfig``; ``down()`` stops every
-process by PID. ``python -m tests.realcluster up|down`` does the same by hand.
+process by PID. ``python -m realcluster up|down`` does the same by hand (``realcluster/__main__.py``).
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ import ssl
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "go" / "controlplane" / "build.sh"
 BIN = ROOT / ".controlplane" / "bin"
 SCHEDULER_CONF = ROOT / "manifests" / "extender" / "volcano-scheduler.conf"
@@ -437,32 +437,3 @@ def _http_ok(url: str, *, token: str = "", ctx: ssl.SSLContext | None = None) ->
             return bool(resp.status == 200)
     except (OSError, ValueError):
         return False
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m tests.realcluster", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    up = sub.add_parser("up", help="build if needed, start the cluster, write the kubeconfig, return")
-    up.add_argument("--dir", type=Path, default=ROOT / ".controlplane" / "cluster", help="working folder")
-    up.add_argument("--kubeconfig", type=Path, help="also copy the admin kubeconfig here")
-    down = sub.add_parser("down", help="stop the processes a previous `up` started")
-    down.add_argument("--dir", type=Path, default=ROOT / ".controlplane" / "cluster")
-    args = parser.parse_args(argv)
-    if args.cmd == "down":
-        print("stopped:", " ".join(stop_by_state(args.dir)) or "nothing (already stopped)")
-        return 0
-    ensure_built()
-    if (args.dir / "state.json").exists():
-        stop_by_state(args.dir)
-    shutil.rmtree(args.dir, ignore_errors=True)
-    cluster = RealCluster(args.dir)
-    cluster.up()
-    for comp in cluster.components.values():  # left running detached: `down` finds them by PID
-        comp.proc = None
-    if args.kubeconfig:
-        shutil.copy(cluster.kubeconfig, args.kubeconfig)
-    print(f"cluster up: {cluster.server}\nkubeconfig: {args.kubeconfig or cluster.kubeconfig}\n"
-          f"logs: {args.dir / 'logs'}\nstop: python -m tests.realcluster down --dir {args.dir}")  # fmt: skip
-    return 0

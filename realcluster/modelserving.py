@@ -2,8 +2,8 @@
 
 Kthena's module is not served by the Go module proxy here (``go list -m github.com/volcano-sh/kthena``:
 403 "This module version is not available"), so Step 2's ModelServing is served by a minimal CRD of
-this project's own (``manifests/crd/workload.serving.volcano.sh_modelservings.yaml``, schema-less;
-the sandbox serves it too, and its controller creates the same groups) and this controller, which
+this project's own (``realcluster/modelserving-crd.yaml``, schema-less; the fake cluster's rebuilds
+follow the same naming) and this controller, which
 does what the guide says Kthena does and nothing more:
 
 * per ``spec.replicas`` one ServingGroup ``<name>-<i>``: a PodGroup (minMember = all of the group's
@@ -29,7 +29,7 @@ from kubernetes import client, config
 
 Obj = dict[str, Any]
 GROUP, VERSION, PLURAL = "workload.serving.volcano.sh", "v1alpha1", "modelservings"
-CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "workload.serving.volcano.sh_modelservings.yaml"
+CRD = Path(__file__).resolve().parent / "modelserving-crd.yaml"
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 SERVING_GROUP = "modelserving.test-double/serving-group"  # which group a PodGroup/pod belongs to
 GENERATION = "modelserving.test-double/generation"

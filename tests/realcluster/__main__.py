@@ -1,5 +1,0 @@
-import sys
-
-from tests.realcluster.launcher import main
-
-sys.exit(main())
