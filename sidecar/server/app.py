@@ -139,6 +139,11 @@ async def start(config: ServerConfig, probes: metrics.Probes | None = None) -> R
 async def serve(config: ServerConfig) -> bool:
     """Run until SIGTERM/SIGINT, then drain and return (within ``--grace`` and a moment): True when
     every worker finished, False when one is still inside work the grace cut short."""
+    # before anything is logged: a SIGTERM right after "serving" drains too, instead of killing the process
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     probes = metrics.Probes()  # /healthz, /readyz beside /metrics: not through gRPC, not under its RPC limit
     port = None
     if config.metrics_port >= 0:
@@ -150,10 +155,6 @@ async def serve(config: ServerConfig) -> bool:
         if port is not None:
             port.close()
         raise
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("signal_received")
     await running.drain()
