@@ -114,7 +114,7 @@ class RepackService:
             cost = state_cost(session.state) if session is not None else None
         with self._admit(cost, deadline), heap.collection_paused():  # the Mirror and the status too
             resolved = self._sources.mirror(request, deadline)
-            with resolved.locked():
+            with resolved.locked(deadline):
                 started = time.perf_counter()
                 result = Planner(resolved.mirror, run).plan(deadline.check, deadline.remaining)
                 status = to_status(resolved.mirror.state, result, run)
@@ -262,7 +262,7 @@ class RepackService:
         task = subject(mirror, request)
         nodes = mirror.node_indices(list(request.nodes))
         deadline.check("preparing the check")
-        with resolved.locked():
+        with resolved.locked(deadline):
             verdict = mirror.prioritize(task, nodes, sim) if score else Verdict(mirror.filter(task, nodes, sim))
         wanted = mirror.state.n_nodes if nodes is None else len(nodes)
         return mirror, verdict, wanted
