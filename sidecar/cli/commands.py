@@ -157,14 +157,15 @@ def cmd_serve(ns: argparse.Namespace) -> int:
 def _exit_without_finalization() -> NoReturn:
     """Exit 0 after the drain, without interpreter finalization.
 
-    Why: workers the grace cut short are daemon threads, possibly inside numpy right now (so may
-    be the extender's decoder and the fragmentation gauge's thread; none can be told apart from
-    outside). CPython before 3.14 finalizes by ending such a thread with ``pthread_exit`` as soon
-    as it asks for the GIL back (python/cpython#87135). Inside numpy's C++ -- ``np.unique`` hands
-    the GIL back from a destructor, ``np::raii::SaveThreadState`` -- that unwinding meets a
-    noexcept frame and libstdc++ calls ``std::terminate``: "terminate called without an active
-    exception", exit -6 after a clean drain and the ``stopped`` line. Not finalizing at all is
-    the one way that holds for every thread, busy or not.
+    Why: workers the grace cut short are daemon threads that may be inside numpy right now, and
+    so may the extender's decoder and the fragmentation gauge's thread; from outside, a thread in
+    native code cannot be told from an idle one. CPython before 3.14 finalizes by ending such a
+    thread with ``pthread_exit`` as soon as it asks for the GIL back (python/cpython#87135).
+    Inside numpy's C++ -- ``np.unique`` takes the GIL back in a destructor,
+    ``np::raii::SaveThreadState`` -- that unwinding meets a noexcept frame and libstdc++ calls
+    ``std::terminate``: "terminate called without an active exception", exit -6 after a clean
+    drain and the ``stopped`` line. Not finalizing at all is the one way that holds for every
+    thread, busy or not.
 
     What it skips, none of which a drained server needs: the atexit callbacks (here only
     ``logging.shutdown``, called first), buffered output (flushed first), the collection and
