@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
@@ -92,14 +91,6 @@ class DaemonPool(Executor):
         if wait:
             for thread in self._threads:
                 thread.join()
-
-    def idle_after(self, timeout: float) -> bool:
-        """After ``shutdown``: whether every worker ended within ``timeout`` seconds (False: one is
-        still inside abandoned work)."""
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        return not any(thread.is_alive() for thread in self._threads)
 
 
 @dataclass

@@ -15,10 +15,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 class ServeProcess:
-    """``serve`` on free ports (read back from its JSON log); ``lines`` collects that log."""
+    """``serve`` on free ports (read back from its JSON log); ``lines`` collects that log. ``module``
+    is what ``python -m`` runs: ``sidecar``, or a test module that wraps its command line."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None, timeout: float = 60.0) -> None:
-        cmd = [sys.executable, "-m", "sidecar", "--log-format", "json", "serve", "--port", "0", *args]
+    def __init__(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 60.0, module: str = "sidecar"
+    ) -> None:
+        cmd = [sys.executable, "-m", module, "--log-format", "json", "serve", "--port", "0", *args]
         environ = {**os.environ, **(env or {})}
         self.proc = subprocess.Popen(
             cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environ

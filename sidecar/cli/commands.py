@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import re
 import sys
 from typing import NoReturn, TypeVar
-
-import structlog
 
 from sidecar.cli.failures import rpc_failure, say
 from sidecar.errors import InputError
@@ -113,6 +112,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     """Flags left out are None in the parser and take ServerConfig's defaults here: offline commands skip the server.
 
     A port that cannot be bound is an OSError naming the address (grpc reports it as a RuntimeError).
+    Once serving, it does not return: after the drain the process ends with exit 0.
     """
     from sidecar.server.app import serve
     from sidecar.server.config import MIB, ServerConfig, message_bytes_from_mib
@@ -138,7 +138,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     _check_port(config.metrics_host, config.metrics_port, "--metrics-host/--metrics-port")
     _check_port(config.extender_host, config.extender_port, "--extender-host/--extender-port")
     try:
-        finished = asyncio.run(serve(config))
+        asyncio.run(serve(config))
     except RuntimeError as exc:
         if "Failed to bind to address" not in str(exc):
             raise
@@ -151,16 +151,29 @@ def cmd_serve(ns: argparse.Namespace) -> int:
             f"cannot listen ({exc.strerror or exc}) on {' or '.join(ports) or 'a port'}: is another process using "
             f"that port? (--metrics-port/--extender-port; -1 turns them off)"
         ) from exc
-    if not finished:
-        _exit_abandoning_workers()
-    return 0
+    _exit_without_finalization()
 
 
-def _exit_abandoning_workers() -> NoReturn:
-    """Exit 0 now, without interpreter finalization: a daemon worker still inside a Plan the grace
-    cut short would meet it inside gRPC's or numpy's native code, and gRPC's C++ core then aborts
-    the process (``terminate called without an active exception``, exit -6) after a clean drain."""
-    structlog.get_logger("sidecar.server").info("exit", abandoned_workers=True)
+def _exit_without_finalization() -> NoReturn:
+    """Exit 0 after the drain, without interpreter finalization.
+
+    Why: workers the grace cut short are daemon threads that may be inside numpy right now, and
+    so may the extender's decoder and the fragmentation gauge's thread; from outside, a thread in
+    native code cannot be told from an idle one. CPython before 3.14 finalizes by ending such a
+    thread with ``pthread_exit`` as soon as it asks for the GIL back (python/cpython#87135).
+    Inside numpy's C++ -- ``np.unique`` takes the GIL back in a destructor,
+    ``np::raii::SaveThreadState`` -- that unwinding meets a noexcept frame and libstdc++ calls
+    ``std::terminate``: "terminate called without an active exception", exit -6 after a clean
+    drain and the ``stopped`` line. Not finalizing at all is the one way that holds for every
+    thread, busy or not.
+
+    What it skips, none of which a drained server needs: the atexit callbacks (here only
+    ``logging.shutdown``, called first), buffered output (flushed first), the collection and
+    teardown of the heap (sessions and mirrors: long for a large one, and not bounded by
+    ``--grace``) and object finalizers (gRPC's server and channels: the kernel closes their sockets
+    with the process). ``serve`` writes no files.
+    """
+    logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()

@@ -2,10 +2,10 @@
 
 Exit is bounded by ``--grace``: the planner runs on daemon worker threads that nobody joins, and
 calls still running when the grace ends are cancelled (their workers stop at the next deadline
-check), so a long Plan cannot keep the pod in Terminating until the kubelet's SIGKILL. A worker
-still inside such a Plan when ``serve`` returns must not meet interpreter finalization (gRPC's
-C++ core aborts the process: ``terminate called without an active exception``), so the command
-ends the process at once instead (``cmd_serve``).
+check), so a long Plan cannot keep the pod in Terminating until the kubelet's SIGKILL. Such a
+worker may still be inside numpy when ``serve`` returns, so ``repack-sidecar serve`` then ends
+the process without interpreter finalization (``cmd_serve``): finalizing would kill that thread
+from inside numpy's C++ code and abort the drained process (exit -6).
 """
 
 from __future__ import annotations
@@ -136,9 +136,14 @@ async def start(config: ServerConfig, probes: metrics.Probes | None = None) -> R
     return running
 
 
-async def serve(config: ServerConfig) -> bool:
-    """Run until SIGTERM/SIGINT, then drain and return (within ``--grace`` and a moment): True when
-    every worker finished, False when one is still inside work the grace cut short."""
+async def serve(config: ServerConfig) -> None:
+    """Run until SIGTERM/SIGINT, then drain and return (within ``--grace`` and a moment); worker
+    threads still inside work the grace cut short are left running (the caller ends the process)."""
+    # before anything is logged: a SIGTERM right after "serving" drains too, instead of killing the process
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     probes = metrics.Probes()  # /healthz, /readyz beside /metrics: not through gRPC, not under its RPC limit
     port = None
     if config.metrics_port >= 0:
@@ -150,11 +155,6 @@ async def serve(config: ServerConfig) -> bool:
         if port is not None:
             port.close()
         raise
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("signal_received")
     await running.drain()
-    return running.pool is None or running.pool.idle_after(0.2)

@@ -115,7 +115,7 @@ class RepackService:
             cost = state_cost(session.state) if session is not None else None
         with self._admit(cost, deadline), heap.collection_paused():  # the Mirror and the status too
             resolved = self._sources.mirror(request, deadline)
-            with resolved.locked():
+            with resolved.locked(deadline):
                 started = time.perf_counter()
                 result = Planner(resolved.mirror, run).plan(deadline.check, deadline.remaining)
                 status = to_status(resolved.mirror.state, result, run)
@@ -179,7 +179,7 @@ class RepackService:
         """Statement.Pipeline in an open session: the pending task is counted on the node from now on."""
         if not request.session_id:
             raise InputError("session_id", "missing")
-        resolved = self._sources.session_mirror(request.session_id)
+        resolved = self._sources.session_mirror(request.session_id, deadline)
         mirror, sim = resolved.mirror, resolved.simulation
         assert sim is not None
         task = mirror.task_index(request.task_uid)
@@ -188,7 +188,7 @@ class RepackService:
         except KeyError:
             raise InputError("node", f'unknown node "{request.node}"' if request.node else "missing") from None
         deadline.check("recording the pipelined task")
-        with resolved.locked():
+        with resolved.locked(deadline):
             where = int(sim.node_of[task])
             if where >= 0 and not int(sim.status[task]) & TERMINATED_MASK:
                 on = mirror.state.node_names[where]
@@ -284,7 +284,7 @@ class RepackService:
         task = subject(mirror, request)
         nodes = mirror.node_indices(list(request.nodes))
         deadline.check("preparing the check")
-        with resolved.locked():
+        with resolved.locked(deadline):
             verdict = mirror.prioritize(task, nodes, sim) if score else Verdict(mirror.filter(task, nodes, sim))
         wanted = mirror.state.n_nodes if nodes is None else len(nodes)
         return mirror, verdict, wanted

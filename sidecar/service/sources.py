@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
@@ -27,6 +28,24 @@ SourceRequest = (
 CheckRequest = service_pb2.FilterRequest | service_pb2.PrioritizeRequest
 
 
+#: how often a call queued on a session's lock checks its deadline (the lock's release wakes it at once)
+LOCK_POLL_SECONDS = 0.05
+
+
+@contextlib.contextmanager
+def holding(lock: threading.Lock, deadline: Deadline) -> Iterator[None]:
+    """``lock`` held for the block, waited for between deadline checks: a call cancelled or out of
+    time while it queues behind others on a session leaves the queue, and one whose turn comes too
+    late stops before working for nobody (a Plan's first check comes only after its first step)."""
+    while not lock.acquire(timeout=LOCK_POLL_SECONDS):
+        deadline.check("waiting for the session")
+    try:
+        deadline.check("waiting for the session")
+        yield
+    finally:
+        lock.release()
+
+
 @dataclass(frozen=True)
 class Resolved:
     """A request's mirror; a session's also brings its base simulation and the lock its calls share."""
@@ -35,8 +54,8 @@ class Resolved:
     simulation: Simulation | None = None
     lock: threading.Lock | None = None
 
-    def locked(self) -> AbstractContextManager[object]:
-        return self.lock or contextlib.nullcontext()
+    def locked(self, deadline: Deadline) -> AbstractContextManager[object]:
+        return holding(self.lock, deadline) if self.lock is not None else contextlib.nullcontext()
 
 
 class Sources:
@@ -74,12 +93,12 @@ class Sources:
     def mirror(self, request: SourceRequest, deadline: Deadline) -> Resolved:
         """The snapshot's mirror; a session builds its mirror and base simulation once and keeps them."""
         if request.WhichOneof("source") == "session_id":
-            return self.session_mirror(request.session_id)
+            return self.session_mirror(request.session_id, deadline)
         return Resolved(Mirror(self.state(request, deadline)))
 
-    def session_mirror(self, session_id: str) -> Resolved:
+    def session_mirror(self, session_id: str, deadline: Deadline) -> Resolved:
         session = self.session(session_id)
-        with session.lock:
+        with holding(session.lock, deadline):
             if session.mirror is None:
                 session.mirror = Mirror(session.state)
                 session.simulation = Simulation(session.state)

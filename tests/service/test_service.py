@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -159,6 +160,52 @@ def test_expired_deadline_stops_work_between_steps() -> None:
     with pytest.raises(DeadlineExceeded):
         service.plan(service_pb2.PlanRequest(snapshot=load_snapshot(GUIDE), spec=load_repack_spec(GUIDE_RUN)), deadline)
     assert service.evaluate(service_pb2.EvaluateRequest(snapshot=guide_twenty_nodes()), Deadline(None)).resources
+
+
+class Cancellable(Deadline):
+    """No time limit, but ``cancel`` makes the next check raise (as the gRPC door's CallDeadline)."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.cancelled = threading.Event()
+
+    def check(self, step: str) -> None:
+        if self.cancelled.is_set():
+            raise DeadlineExceeded(f"call cancelled; stopped after {step}")
+        super().check(step)
+
+
+@pytest.mark.parametrize("how", ["cancelled", "out of time"])
+def test_a_call_queued_on_a_busy_session_leaves_the_queue(how: str) -> None:
+    """Calls on one session take its lock in turn. One cancelled (its client went away, or the
+    server's --grace ended) or out of time while it waits stops waiting, rather than planning for
+    nobody once its turn comes: that is how cancelled Plans free their workers at shutdown."""
+    service = RepackService()
+    sid = service.open_session(service_pb2.OpenSessionRequest(snapshot=load_snapshot(GUIDE)), NO_DEADLINE).session_id
+    request = service_pb2.PlanRequest(session_id=sid, spec=load_repack_spec(GUIDE_RUN))
+    service.plan(request, NO_DEADLINE)  # the session's mirror is built
+    session = service.session(sid)
+    assert session is not None
+    deadline = Cancellable() if how == "cancelled" else Deadline(0.3)
+    raised: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            service.plan(request, deadline)
+        except DeadlineExceeded as exc:
+            raised.append(exc)
+
+    with session.lock:  # another call on the session, at work throughout
+        queued = threading.Thread(target=call)
+        queued.start()
+        queued.join(0.1)
+        assert queued.is_alive()
+        if isinstance(deadline, Cancellable):
+            deadline.cancelled.set()
+        queued.join(10)
+        assert not queued.is_alive()  # it left while the lock was still held
+    assert [str(e).rsplit("after ", 1)[-1] for e in raised] == ["waiting for the session"]
+    assert service.plan(request, Deadline(60)).status.plan.candidates  # the session goes on serving
 
 
 def test_the_service_imports_no_transport() -> None:
