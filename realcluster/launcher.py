@@ -398,8 +398,8 @@ class RealCluster:
             if ok():
                 return
             time.sleep(0.2)
-        comp = self.components.get(name)
-        raise ClusterError(f"{name} not ready in time" + (f" ({comp.log}):\n{comp.tail()}" if comp else ""))
+        late = self.components.get(name)
+        raise ClusterError(f"{name} not ready in time" + (f" ({late.log}):\n{late.tail()}" if late else ""))
 
     def _save_state(self) -> None:
         state = {"server": self.server, "kubeconfig": str(self.kubeconfig), "ports": self.ports,

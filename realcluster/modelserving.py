@@ -37,9 +37,10 @@ GENERATION = "modelserving.test-double/generation"
 
 class ModelServingDouble:
     def __init__(self, kubeconfig: Path, period: float = 0.3) -> None:
-        self.api = config.new_client_from_config(str(kubeconfig))
-        self.core = client.CoreV1Api(self.api)
-        self.custom = client.CustomObjectsApi(self.api)
+        self.api = config.new_client_from_config(str(kubeconfig))  # type: ignore[no-untyped-call]
+        # the generated clients' annotations name model classes; this double speaks plain dicts
+        self.core: Any = client.CoreV1Api(self.api)
+        self.custom: Any = client.CustomObjectsApi(self.api)
         self.period = period
         self._generations: dict[tuple[str, str, int], int] = {}
         self._stop = threading.Event()

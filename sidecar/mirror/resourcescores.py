@@ -23,7 +23,7 @@ Pure functions over candidate rows; :mod:`sidecar.mirror.scoring` feeds them the
   A best-effort pod (every configured resource requested 0) scores 0 on every node (Volcano's
   nodeorder calls Score without PreScore; Score finds no PreScore state and returns 0 for it).
   Kubernetes 1.36 changed the formula to ``50 + (50 + with - without) // 2`` (PR #135573; see
-  README, "Older and newer releases").
+  docs/fidelity.md, "Older and newer releases").
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ list), or when the cluster first reaches a chosen card fill. For fill, deletions
 the pod list is read as a workload mix arriving in time order, as the FGD paper (ATC'23) uses
 this trace.
 
-Mapping (documented in README "Traces"):
+Mapping (documented in docs/planner.md, "Traces and evidence"):
 * cards: ``nvidia.com/gpu`` = num_gpu cards; a shared fraction (num_gpu 1, gpu_milli < 1000)
   still occupies one whole card;
 * ``gpu_spec`` (``|``-separated card models) -> required node affinity on label ``gpu-model``;

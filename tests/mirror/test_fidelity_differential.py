@@ -4,7 +4,7 @@
 v1.14.1's allocate predicate and node order; the mirror reads the same Kubernetes objects and the
 same random volcano-scheduler.conf. Every (task, node) pair must agree on feasibility, failure
 code, reasons and score, and every fifth cluster's score per node-order function — or fall in one
-of the differences README.md lists under "Known differences (Volcano v1.14.1)", each recognised by
+of the differences docs/fidelity.md lists under "Known differences (Volcano v1.14.1)", each recognised by
 what it looks like (``bench.fidelity.known``). A disagreement of any other shape fails: it is new,
 and must be fixed (with a regression test citing the upstream file) or documented.
 """

@@ -2,7 +2,8 @@
 user's render of Volcano's chart (never a placeholder), the scheduler pod gets the sidecar and the
 watcher with HTTP probes and a restricted security context, the scheduler conf gains the extender
 plugin, every render validates offline against the Kubernetes schemas, and the watcher's RBAC is
-exactly what its code paths use (tests/project/test_manifests_rbac.py proves that from the sandbox's audit log)."""
+exactly what its code paths use (tests/realcluster/test_real_guide.py proves that under kube-apiserver's RBAC
+authorizer and audit log)."""
 
 from __future__ import annotations
 

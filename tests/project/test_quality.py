@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
     [
         ("ruff", ["check", "sidecar", "tests", "bench", "realcluster", "setup.py"]),
         ("ruff", ["format", "--check", "sidecar", "tests", "bench", "realcluster"]),
-        ("mypy", ["sidecar"]),
+        ("mypy", ["sidecar", "realcluster"]),
     ],
     ids=["ruff-check", "ruff-format", "mypy-strict"],
 )

@@ -366,7 +366,7 @@ def test_declared_status_fields_are_validated(k8s: client.ApiClient, status: dic
 
 
 def test_a_misspelt_field_is_refused_under_kubectls_strict_field_validation(kubeconfig: Path) -> None:
-    """kubectl sends ``fieldValidation=Strict``: the API server (kube-apiserver and the sandbox)
+    """kubectl sends ``fieldValidation=Strict``: kube-apiserver
     refuses an unknown field by name (400, "strict decoding error") instead of pruning it, so the
     misspelt threshold cannot silently become 0."""
     doc = GUIDE_MINIMAL.replace(f"- resource: {NPU}", f"- resource: {NPU}\n      minFragImprovmentPercent: 10")
