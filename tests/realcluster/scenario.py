@@ -53,7 +53,16 @@ class Scenario:
         self.apply([{"apiVersion": "v1", "kind": "Node",
                      "metadata": {"name": n, "labels": {"kubernetes.io/hostname": n, **labels}},
                      "status": {"allocatable": cap, "capacity": cap}} for n in names])  # fmt: skip
+        self._wait_ready(names)
 
+    def add_node_file(self, path: Path) -> tuple[str, ...]:
+        """The nodes a manifest declares (kubectl apply, as a reader of the docs does); waits as above."""
+        names = tuple(d["metadata"]["name"] for d in yaml.safe_load_all(path.read_text()) if d)
+        self.kubectl("apply", "-f", str(path))
+        self._wait_ready(names)
+        return names
+
+    def _wait_ready(self, names: tuple[str, ...]) -> None:
         def ready() -> bool:
             nodes = {n["metadata"]["name"]: n for n in items(self.cluster, "nodes")}
             return all(n in nodes and _ready(nodes[n]) for n in names)

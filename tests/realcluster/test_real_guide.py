@@ -45,7 +45,7 @@ def guide(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -
     tmp = tmp_path_factory.mktemp("guide")
     g = Scenario(real_cluster, tmp, NS)
     g.install()
-    g.add_nodes(NODES)
+    assert g.add_node_file(GUIDE / "nodes.yaml") == NODES  # docs/walkthrough.md's file
     serving = ModelServingDouble(real_cluster.kubeconfig).start()
     kubeconfig = real_cluster.service_account_kubeconfig(
         "volcano-system", "volcano-scheduler", tmp / "watcher.kubeconfig"
