@@ -82,7 +82,10 @@ def watch_arguments(parser: argparse.ArgumentParser) -> None:
     """The cluster, the planner (a sidecar on HOST:PORT, or the service in process), the loop, the
     Lease, Execute's timings and the metrics port."""
     d, lease, ex = WatchOptions(), LeaseFlags(), ExecuteFlags()
-    parser.add_argument("--kubeconfig", help="kubeconfig file of the cluster (default: in-cluster config)")
+    parser.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file of the cluster (default: $KUBECONFIG, else in-cluster config, else ~/.kube/config)",
+    )
     pick = parser.add_mutually_exclusive_group(required=True)
     pick.add_argument("--sidecar", metavar="HOST:PORT", help="plan through this sidecar's gRPC API")
     pick.add_argument("--in-process", action="store_true", help="plan in this process (no sidecar)")

@@ -22,6 +22,7 @@ import yaml
 
 from sidecar import logs
 from sidecar.cli import main
+from sidecar.errors import InputError
 from sidecar.fake.cluster import FakeCluster
 from sidecar.watcher import runner
 from sidecar.watcher.args import LeaseFlags, WatchOptions
@@ -459,9 +460,11 @@ def test_watch_without_a_cluster_is_a_one_line_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config
     assert main(["watch", "--in-process", "--once"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("repack-sidecar: error: --kubeconfig: not given, and no in-cluster config")
+    assert err.startswith("repack-sidecar: error: --kubeconfig: not given, $KUBECONFIG unset, and no in-cluster config")
     assert "\n" not in err
     assert main(["watch", "--in-process", "--once", "--kubeconfig", str(tmp_path / "missing")]) == 2
     assert capsys.readouterr().err.startswith(f"repack-sidecar: error: --kubeconfig: {tmp_path / 'missing'}")
@@ -484,6 +487,7 @@ def test_without_a_kubeconfig_the_in_cluster_config_is_used(monkeypatch: pytest.
     monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
     monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
     monkeypatch.setattr(args, "POD_NAMESPACE_FILE", namespace)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
     cluster = kube.connect(None)
     try:
         conf = cluster.api.configuration
@@ -502,3 +506,52 @@ def test_without_a_kubeconfig_the_in_cluster_config_is_used(monkeypatch: pytest.
         unretried.close()
     assert args.lease_namespace(args.LeaseFlags()) == "volcano-system"  # the pod's own namespace
     assert args.lease_namespace(args.LeaseFlags(namespace="ops")) == "ops"
+
+
+def _kubeconfig(path: Path, server: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+    }))  # fmt: skip
+    return path
+
+
+def test_the_cluster_is_found_in_kubectls_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """--kubeconfig, then $KUBECONFIG, then the in-cluster config, then ~/.kube/config (as kubectl
+    and controller-runtime look): an operator's exported KUBECONFIG is honoured as kubectl's is."""
+    from kubernetes.config import incluster_config
+
+    from sidecar.watcher.kit import kube
+
+    def host() -> str:
+        cluster = kube.connect(flag)
+        try:
+            return str(cluster.api.configuration.host)
+        finally:
+            cluster.close()
+
+    token, ca = tmp_path / "token", tmp_path / "ca.crt"
+    token.write_text("t0k3n")
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    _kubeconfig(tmp_path / ".kube" / "config", "https://home.example:6443")
+    env = _kubeconfig(tmp_path / "env.kubeconfig", "https://env.example:6443")
+    flag: str | None = str(_kubeconfig(tmp_path / "flag.kubeconfig", "https://flag.example:6443"))
+    monkeypatch.setenv("KUBECONFIG", str(env))
+    assert host() == "https://flag.example:6443"
+    flag = None
+    assert host() == "https://env.example:6443"
+    monkeypatch.delenv("KUBECONFIG")
+    assert host() == "https://10.96.0.1:443"
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
+    assert host() == "https://home.example:6443"
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
+    with pytest.raises(InputError, match=r"--kubeconfig: \$KUBECONFIG=.*missing"):
+        host()

@@ -10,7 +10,9 @@ line by line as chunks arrive; ``close`` cuts it from another thread.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import urllib3
@@ -194,22 +196,32 @@ class KubeCluster:
 
 
 def connect(kubeconfig: str | None, *, retries: bool = True) -> KubeCluster:
-    """The cluster of the kubeconfig given, else the in-cluster config; an InputError when neither
-    works. Its connection pool has room for the informers' watches, the Lease and the writes;
-    ``retries=False`` (the Lease) fails a cut request at once instead of trying it again past a deadline."""
+    """The cluster in kubectl's and controller-runtime's order: the ``--kubeconfig`` given, else
+    ``$KUBECONFIG`` (a list of files, merged), else the in-cluster config, else ``~/.kube/config``;
+    an InputError naming what was tried when none works. Its connection pool has room for the
+    informers' watches, the Lease and the writes; ``retries=False`` (the Lease) fails a cut request
+    at once instead of trying it again past a deadline."""
     from kubernetes import config
     from kubernetes.config.config_exception import ConfigException
 
     conf = client.Configuration()
+    env = os.environ.get("KUBECONFIG", "")
+    home = Path("~/.kube/config").expanduser()
     try:
-        if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=conf)  # type: ignore[no-untyped-call]
+        if kubeconfig or env:
+            source = kubeconfig or f"$KUBECONFIG={env}"
+            config.load_kube_config(config_file=kubeconfig or env, client_configuration=conf)  # type: ignore[no-untyped-call]
         else:
-            config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]
+            source = f"not given, $KUBECONFIG unset, and no in-cluster config nor {home}"
+            try:
+                config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]
+            except ConfigException:
+                if not home.is_file():
+                    raise
+                source = f"not given, $KUBECONFIG unset, no in-cluster config, {home}"
+                config.load_kube_config(config_file=str(home), client_configuration=conf)  # type: ignore[no-untyped-call]
     except (ConfigException, OSError, ValueError) as exc:
-        if kubeconfig:
-            raise InputError("--kubeconfig", f"{kubeconfig}: {exc}") from exc
-        raise InputError("--kubeconfig", f"not given, and no in-cluster config ({exc})") from exc
+        raise InputError("--kubeconfig", f"{source}: {exc}") from exc
     conf.connection_pool_maxsize = max(conf.connection_pool_maxsize or 0, 32)
     if not retries:
         conf.retries = False
