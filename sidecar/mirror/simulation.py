@@ -152,34 +152,27 @@ class Simulation:
 
     def place(self, task: int, node: int) -> None:
         """Put an unplaced task on ``node`` as Allocated."""
-        if self.node_of[task] >= 0 and not self.status[task] & TERMINATED_MASK:
-            raise ValueError(f"task {self.state.task_name[task]} is already on a node")
-        self._save(task, [node])
-        self.used[node] += self.state.task_req[task]
-        self.pod_count[node] += 1
-        self._refresh(node)
-        ports = self._ports_of(task)
-        if ports:
-            self.ports().setdefault(node, Counter()).update(ports)
-        self.node_of[task] = node
-        self.status[task] = ALLOCATED
-        self._on_node[task] = True
+        self._put(task, node, self.used, ALLOCATED)
 
     def pipeline(self, task: int, node: int) -> None:
         """Statement.Pipeline: an unplaced task reserved on ``node`` as Pipelined — its request
         counts against the node's FutureIdle (not its Idle), and it takes a pod slot and its host
         ports there, as a task the snapshot names Pipelined on the node is counted."""
+        self._put(task, node, self.pipelined, PIPELINED)
+
+    def _put(self, task: int, node: int, ledger: F64, status: int) -> None:
+        """``task`` onto ``node`` in ``status``, its request added to ``ledger`` (used or pipelined)."""
         if self.node_of[task] >= 0 and not self.status[task] & TERMINATED_MASK:
             raise ValueError(f"task {self.state.task_name[task]} is already on a node")
         self._save(task, [node])
-        self.pipelined[node] += self.state.task_req[task]
+        ledger[node] += self.state.task_req[task]
         self.pod_count[node] += 1
         self._refresh(node)
         ports = self._ports_of(task)
         if ports:
             self.ports().setdefault(node, Counter()).update(ports)
         self.node_of[task] = node
-        self.status[task] = PIPELINED
+        self.status[task] = status
         self._on_node[task] = True
 
     def relocate(self, tasks: npt.NDArray[np.intp], targets: list[int]) -> None:

@@ -472,20 +472,27 @@ def test_watch_without_a_cluster_is_a_one_line_error(
     assert "lease duration > renew deadline" in capsys.readouterr().err
 
 
-def test_without_a_kubeconfig_the_in_cluster_config_is_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _in_cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A pod's environment: the API server's Service address and a mounted token and CA; returns the CA."""
     from kubernetes.config import incluster_config
 
-    from sidecar.watcher import args
-    from sidecar.watcher.kit import kube
-
-    token, ca, namespace = tmp_path / "token", tmp_path / "ca.crt", tmp_path / "namespace"
+    token, ca = tmp_path / "token", tmp_path / "ca.crt"
     token.write_text("t0k3n")
     ca.write_text("-----BEGIN CERTIFICATE-----\n")
-    namespace.write_text("volcano-system\n")
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
     monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
     monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
+    return ca
+
+
+def test_without_a_kubeconfig_the_in_cluster_config_is_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from sidecar.watcher import args
+    from sidecar.watcher.kit import kube
+
+    ca = _in_cluster(monkeypatch, tmp_path)
+    namespace = tmp_path / "namespace"
+    namespace.write_text("volcano-system\n")
     monkeypatch.setattr(args, "POD_NAMESPACE_FILE", namespace)
     monkeypatch.delenv("KUBECONFIG", raising=False)
     cluster = kube.connect(None)
@@ -522,8 +529,6 @@ def _kubeconfig(path: Path, server: str) -> Path:
 def test_the_cluster_is_found_in_kubectls_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """--kubeconfig, then $KUBECONFIG, then the in-cluster config, then ~/.kube/config (as kubectl
     and controller-runtime look): an operator's exported KUBECONFIG is honoured as kubectl's is."""
-    from kubernetes.config import incluster_config
-
     from sidecar.watcher.kit import kube
 
     def host() -> str:
@@ -533,13 +538,7 @@ def test_the_cluster_is_found_in_kubectls_order(monkeypatch: pytest.MonkeyPatch,
         finally:
             cluster.close()
 
-    token, ca = tmp_path / "token", tmp_path / "ca.crt"
-    token.write_text("t0k3n")
-    ca.write_text("-----BEGIN CERTIFICATE-----\n")
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
-    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
-    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
+    _in_cluster(monkeypatch, tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
     _kubeconfig(tmp_path / ".kube" / "config", "https://home.example:6443")
     env = _kubeconfig(tmp_path / "env.kubeconfig", "https://env.example:6443")
