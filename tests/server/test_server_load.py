@@ -99,7 +99,7 @@ def test_metrics_port_caps_connections_and_closes_idle_ones(make_server, monkeyp
     from sidecar import metricsport
 
     idle_seconds = 0.8
-    monkeypatch.setattr(metricsport._Handler, "timeout", idle_seconds)
+    monkeypatch.setattr(metricsport._MetricsHandler, "timeout", idle_seconds)
     srv = make_server(metrics_port=0, metrics_host="127.0.0.1")
     port = srv.metrics.port
     assert _get(port, "/healthz") == 200
