@@ -20,6 +20,10 @@ type conformanceCase struct {
 	Snapshot string `json:"snapshot"`
 	Run      string `json:"run"`
 	TaskUID  string `json:"taskUid"`
+	// PipelineUID, when set, is a pending task pipelined onto the first node Filter finds for it
+	// (Statement.Pipeline); ThenUID is a pending task filtered afterwards, which must see it there.
+	PipelineUID string `json:"pipelineUid"`
+	ThenUID     string `json:"thenUid"`
 }
 
 // TestConformance drives a real sidecar (REPACK_CONFORMANCE_TARGET) through the calls a
@@ -113,6 +117,25 @@ func runCase(t *testing.T, c *client.Client, dir string, cc conformanceCase) {
 		Subject: &pb.PrioritizeRequest_TaskUid{TaskUid: cc.TaskUID},
 	})
 	save("prioritize", scored, err)
+	if cc.PipelineUID != "" {
+		pending, err := c.Filter(ctx, &pb.FilterRequest{
+			Source:  &pb.FilterRequest_SessionId{SessionId: id},
+			Subject: &pb.FilterRequest_TaskUid{TaskUid: cc.PipelineUID},
+		})
+		save("filter-pending", pending, err)
+		if len(pending.GetFeasibleNodes()) == 0 {
+			t.Fatalf("pipeline: no feasible node for %s", cc.PipelineUID)
+		}
+		piped, err := c.Pipeline(ctx, &pb.PipelineRequest{
+			SessionId: id, TaskUid: cc.PipelineUID, Node: pending.GetFeasibleNodes()[0],
+		})
+		save("pipeline", piped, err)
+		after, err := c.Filter(ctx, &pb.FilterRequest{
+			Source:  &pb.FilterRequest_SessionId{SessionId: id},
+			Subject: &pb.FilterRequest_TaskUid{TaskUid: cc.ThenUID},
+		})
+		save("filter-after-pipeline", after, err)
+	}
 	closed, err := c.CloseSession(ctx, id)
 	save("close", closed, err)
 }

@@ -1,8 +1,9 @@
 """A Go program speaks the contract: its answers equal the Python client's, byte for byte.
 
 go/scripts/build.sh builds the Go module (module proxy; pinned by go.mod/go.sum);
-the Go tests (go/client) then drive a real sidecar on loopback with the guide's snapshot and a
-10,000-node columnar synth snapshot, writing each answer's deterministic bytes, and the same
+the Go tests (go/client) then drive a real sidecar on loopback with the guide's snapshot (plus two
+pending pods, one pipelined as Execute does) and a 10,000-node columnar synth snapshot, writing
+each answer's deterministic bytes, and the same
 calls made here with sidecar.client give the bytes they are compared with. repackctl is checked
 the same way on the guide's files. Cost: see go/README.md ("Cost in the test run").
 """
@@ -34,6 +35,19 @@ GUIDE_RUN = ROOT / "sidecar" / "data" / "guide-ascend-dryrun.yaml"
 # at most 4 PodGroups: a real plan at 10k nodes in about a second (an unbounded one takes ~5 s here)
 GPU_DRYRUN = {"mode": "DryRun", "goals": [{"resource": "nvidia.com/gpu"}], "maxPerRun": {"podGroups": 4}}
 STEPS = ("evaluate-inline", "plan-inline", "open", "evaluate", "plan", "filter", "prioritize", "close")
+PIPELINE_STEPS = ("filter-pending", "pipeline", "filter-after-pipeline")
+NPU = "huawei.com/ascend-1980"
+
+
+def _pending(uid: str) -> dict[str, object]:
+    """A rebuilt pod of the guide's serving group, waiting: 2 NPUs fit any guide node (2 of 4 free)."""
+    return {
+        "uid": uid, "namespace": "repack-demo", "name": uid, "status": "Pending",
+        "podGroup": "ascend-online-serving-1", "role": "worker",
+        "requests": {"cpu": 4000, "memory": 17179869184, NPU: 2000},
+        "profile": {"schedulerName": "volcano", "ownerKind": "ModelServing",
+                    "nodeSelector": {"accelerator-pool": "ascend-npu"}},
+    }  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +71,9 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """cases.json and its files: the guide (JSON as shipped, its RepackRun) and a 10k-node synth."""
     d = tmp_path_factory.mktemp("conformance")
     shutil.copy(GUIDE, d / "guide.json")
+    guide = json.loads(GUIDE.read_text())
+    guide["tasks"] += [_pending("t-pending-a"), _pending("t-pending-b")]
+    (d / "guide-pending.json").write_text(json.dumps(guide))
     (d / "guide-run.json").write_text(json.dumps(yaml.safe_load(GUIDE_RUN.read_text())))
     big = synth(SynthOptions(nodes=10_000, fill=0.8, seed=1, cpu_pods_per_node=0.0, daemonsets=2))
     assert len(big.nodes) == 10_000 and len(big.task_columns.uid) > 40_000 and not big.tasks
@@ -64,7 +81,14 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (d / "synth10k-run.json").write_text(json.dumps(GPU_DRYRUN))
     pending = list(big.task_columns.status).index(snapshot_pb2.Task.Pending)
     listing = [
-        {"name": "guide", "snapshot": "guide.json", "run": "guide-run.json", "taskUid": "t-serve-1-worker"},
+        {
+            "name": "guide",
+            "snapshot": "guide-pending.json",
+            "run": "guide-run.json",
+            "taskUid": "t-serve-1-worker",
+            "pipelineUid": "t-pending-a",
+            "thenUid": "t-pending-b",
+        },
         {
             "name": "synth10k",
             "snapshot": "synth10k.pb",
@@ -76,9 +100,10 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-def python_answers(client: RepackClient, snapshot_file: Path, run_file: Path, task_uid: str) -> dict[str, bytes]:
+def python_answers(client: RepackClient, cases: Path, case: dict[str, str]) -> dict[str, bytes]:
     """The Go test's calls, in its order, made with the Python client."""
-    snap, spec = load_snapshot(snapshot_file), load_repack_spec(run_file)
+    snap, spec = load_snapshot(cases / case["snapshot"]), load_repack_spec(cases / case["run"])
+    task_uid = case["taskUid"]
     out: dict[str, Message] = {
         "evaluate-inline": client.evaluate(service_pb2.EvaluateRequest(snapshot=snap)),
         "plan-inline": client.plan(service_pb2.PlanRequest(snapshot=snap, spec=spec)),
@@ -92,6 +117,16 @@ def python_answers(client: RepackClient, snapshot_file: Path, run_file: Path, ta
     out["plan"] = client.plan(service_pb2.PlanRequest(session_id=sid, spec=spec))
     out["filter"] = client.filter(service_pb2.FilterRequest(session_id=sid, task_uid=task_uid))
     out["prioritize"] = client.prioritize(service_pb2.PrioritizeRequest(session_id=sid, task_uid=task_uid))
+    if case.get("pipelineUid"):
+        pending = client.filter(service_pb2.FilterRequest(session_id=sid, task_uid=case["pipelineUid"]))
+        out["filter-pending"] = pending
+        node = pending.feasible_nodes[0]
+        out["pipeline"] = client.pipeline(
+            service_pb2.PipelineRequest(session_id=sid, task_uid=case["pipelineUid"], node=node)
+        )
+        out["filter-after-pipeline"] = client.filter(
+            service_pb2.FilterRequest(session_id=sid, task_uid=case["thenUid"])
+        )
     out["close"] = client.close_session(sid)
     return {step: m.SerializeToString(deterministic=True) for step, m in out.items()}
 
@@ -113,6 +148,9 @@ RESPONSE = {
     "filter": service_pb2.FilterResponse,
     "prioritize": service_pb2.PrioritizeResponse,
     "close": service_pb2.CloseSessionResponse,
+    "filter-pending": service_pb2.FilterResponse,
+    "pipeline": service_pb2.PipelineResponse,
+    "filter-after-pipeline": service_pb2.FilterResponse,
 }
 
 
@@ -125,10 +163,17 @@ def test_go_client_answers_equal_the_python_clients(go_bin: Path, loopback: Back
     assert "--- PASS: TestConformance/synth10k" in proc.stdout, proc.stdout[-2000:]  # not skipped
     with RepackClient(loopback.target, timeout=120) as client:
         for case in json.loads((cases / "cases.json").read_text())["cases"]:
-            py = python_answers(client, cases / case["snapshot"], cases / case["run"], case["taskUid"])
-            for step in STEPS:
+            py = python_answers(client, cases, case)
+            for step in STEPS + (PIPELINE_STEPS if case.get("pipelineUid") else ()):
                 go = (cases / "go" / case["name"] / f"{step}.pb").read_bytes()
                 assert go == py[step], _differ(f"{case['name']}/{step}", RESPONSE[step], go, py[step])
+            if case.get("pipelineUid"):  # the pipelined pod holds its node: the next one no longer fits there
+                before = service_pb2.FilterResponse.FromString(py["filter-pending"])
+                after = service_pb2.FilterResponse.FromString(py["filter-after-pipeline"])
+                taken = before.feasible_nodes[0]
+                assert taken not in after.feasible_nodes and set(after.feasible_nodes) == set(before.feasible_nodes) - {
+                    taken
+                }, (before, after)
             plan = service_pb2.PlanResponse.FromString(py["plan"])
             assert plan.status.phase == "Succeeded" and plan.status.plan.summary.freed_node_count > 0, case["name"]
 
