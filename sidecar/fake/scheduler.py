@@ -1,11 +1,9 @@
 """The simulated Volcano scheduler: binds pending ``volcano`` pods as Volcano's allocate action would.
 
-Each cycle reads the fake's objects into a Snapshot (``sidecar.snapshot.kube``), decodes it and asks
-the mirror core — not a copy of Volcano's logic — where each pending pod goes: its
-``status.nominatedNodeName`` first when it passes the predicates there against FutureIdle, else
-``Mirror.allocate`` (Volcano's node order). Gangs are all-or-nothing per cycle: a PodGroup's
-placements are kept only when, with the members already bound or running, at least minMember are
-placed (Statement commit/discard, here Simulation checkpoint/rollback). Pods with
+Each cycle reads the fake's objects into a Snapshot (``sidecar.snapshot.kube``), decodes it and runs
+the mirror's allocate cycle (``sidecar.mirror.allocate``, not a copy of Volcano's logic) job by
+job: a pod's ``status.nominatedNodeName`` first when it fits there, else Volcano's node order; a
+gang binds only when it is ready (Statement commit), else its placements are undone. Pods with
 ``spec.schedulingGates`` wait until the last gate is removed (their gang waits with them), as
 Volcano skips ``SchGated`` tasks; a pod naming a PodGroup that does not exist waits for it.
 """
@@ -15,21 +13,18 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 
-import numpy as np
 import structlog
 
 from sidecar.fake.cluster import FakeCluster
 from sidecar.kubeobj import Obj
+from sidecar.mirror.allocate import allocate_job
 from sidecar.mirror.core import Mirror
 from sidecar.mirror.simulation import Simulation
-from sidecar.snapshot import taskstatus as ts
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.kube import GROUP_NAME, snapshot_from_objects
 from sidecar.snapshot.state import ClusterState
 from sidecar.watcher.kit.port import NAMESPACES, NODES, PDBS, PODGROUPS, PODS, ApiError
 
-#: tasks that count towards a gang's minMember (Volcano's ready tasks)
-_READY = ts.ALLOCATED | ts.BINDING | ts.BOUND | ts.RUNNING | ts.SUCCEEDED
 log = structlog.get_logger("sidecar.fake")
 
 
@@ -119,7 +114,9 @@ class Scheduler(Loop):
 
     @staticmethod
     def place(state: ClusterState, waiting: set[tuple[str, str]]) -> list[tuple[int, str]]:
-        """(task, node) bindings for the ``waiting`` (namespace, name) pods, gang by gang."""
+        """(task, node) bindings for the ``waiting`` (namespace, name) pods, job by job, each an
+        allocate cycle of the mirror (``sidecar.mirror.allocate``): a gang binds only when ready.
+        Pipelined placements (waiting for releasing pods) are not bound: the next cycle retries."""
         mirror, sim = Mirror(state), Simulation(state)
         members: dict[int, list[int]] = defaultdict(list)
         for t in range(state.n_tasks):
@@ -129,40 +126,10 @@ class Scheduler(Loop):
             pending = [
                 t for t in members[group] if (state.namespaces[state.task_namespace[t]], state.task_name[t]) in waiting
             ]
-            pending.sort(key=lambda t: (-int(state.task_priority[t]), state.task_name[t]))
-            if group < 0:  # no gang: each pod on its own
-                for t in pending:
-                    out += _try(mirror, sim, state, [t], 1)
-                continue
-            ready = sum(bool(int(state.task_status[t]) & _READY) for t in members[group])
-            need = max(1, state.pod_groups[group].min_member) - ready
-            out += _try(mirror, sim, state, pending, need)
+            for job in [[t] for t in pending] if group < 0 else [pending]:
+                if not job:
+                    continue
+                done = allocate_job(mirror, sim, group, job)
+                if done.ready:
+                    out += [(t, state.node_names[n]) for t, n in done.placed if t not in done.pipelined]
         return out
-
-
-def _try(mirror: Mirror, sim: Simulation, state: ClusterState, tasks: list[int], need: int) -> list[tuple[int, str]]:
-    """Place ``tasks`` in order; keep the placements only when at least ``need`` succeeded."""
-    mark = sim.checkpoint()
-    placed: list[tuple[int, str]] = []
-    for t in tasks:
-        node = _node_for(mirror, sim, state, t)
-        if node >= 0:
-            sim.place(t, node)
-            placed.append((t, state.node_names[node]))
-    if len(placed) < need:
-        sim.rollback(mark)
-        return []
-    return placed
-
-
-def _node_for(mirror: Mirror, sim: Simulation, state: ClusterState, t: int) -> int:
-    """The nominated node when the pod fits there, else Volcano's best node; -1 when none.
-    A pipelined task leaves its reservation first (it is the one being placed)."""
-    subj = mirror.subject_for_task(t)
-    nominated = int(state.task_node[t]) if int(state.task_status[t]) == ts.PIPELINED else -1
-    if nominated >= 0:
-        fits = mirror.filter(subj, np.array([nominated], np.intp), sim, explain=False).feasible[nominated]
-        sim.remove(t)
-        if fits:
-            return nominated
-    return mirror.allocate(subj, sim)

@@ -146,15 +146,24 @@ class Mirror:
             sim.rollback(mark)
 
     def allocate(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp] | None = None) -> int:
-        """The node Volcano's allocate would bind ``subj`` to among ``nodes`` (default all):
-        the best-scored feasible node (ties by name), or -1 when none passes. Nothing is placed;
-        the caller decides (a replay places, a baseline may try several)."""
+        """The node Volcano's allocate would bind ``subj`` to among ``nodes`` (default all), or -1
+        when none passes (:meth:`best_node`). Nothing is placed: the caller decides."""
+        return self.best_node(subj, sim, nodes)[0]
+
+    def best_node(self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp] | None = None) -> tuple[int, bool]:
+        """(node, fits Idle) as allocate's prioritizeNodes chooses (volcano v1.14.1
+        pkg/scheduler/actions/allocate/allocate.go): the feasible nodes where the task fits Idle
+        are scored first, and only when there is none those where it fits FutureIdle (it is
+        pipelined there); the best score wins, ties by name. (-1, False) when none passes."""
         idx = np.arange(self.state.n_nodes) if nodes is None else nodes
-        feasible = self.predicates.feasible_nodes(subj, sim, idx)
-        if feasible.size == 0:
-            return -1
-        scores = self.order.score(subj, sim, feasible)
-        return int(feasible[scores.ranked(self.state.node_names)[0]])
+        for fits_idle, gradient in zip(
+            (True, False), self.predicates.feasible_by_gradient(subj, sim, idx), strict=True
+        ):
+            if gradient.size == 1:
+                return int(gradient[0]), fits_idle
+            if gradient.size:
+                return int(gradient[self.order.score(subj, sim, gradient).best(self.state.node_names)]), fits_idle
+        return -1, False
 
     # -- many tasks at once ----------------------------------------------------------------------
 

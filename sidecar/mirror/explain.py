@@ -1,5 +1,5 @@
-"""Volcano's fit-error wording and status codes, and per-node check results turned into grouped
-reason lists.
+"""Volcano's fit-error wording and status codes, per-node check results turned into grouped
+reason lists, and the FitErrors histogram a pod's failure prints (:func:`fit_message`).
 
 The reasons for a node are exactly what Volcano would print: checks after a final failure (a
 resource, a node-only check, the pod's own required affinity) are not shown, every other failure
@@ -31,6 +31,7 @@ from sidecar.mirror.types import (
     T_LABEL,
     T_SKEW,
     Evaluation,
+    FilterResult,
     Subject,
 )
 from sidecar.snapshot.state import ClusterState
@@ -158,3 +159,20 @@ def _reasons_of(state: ClusterState, subj: Subject, i: int, ev: Evaluation) -> l
     elif ev.spread[i] == T_SKEW:
         reasons.append(SPREAD)
     return reasons
+
+
+def fit_message(result: FilterResult, wanted: int) -> str:
+    """Volcano's FitErrors histogram: "3/5 nodes are unavailable: 1 Insufficient cpu, 2 ...".
+
+    Empty when every requested node is feasible.
+    """
+    counts: dict[str, int] = {}
+    failed = 0
+    for reasons, members in result.groups:
+        failed += len(members)
+        for reason in reasons:
+            counts[reason] = counts.get(reason, 0) + len(members)
+    if not failed:
+        return ""
+    parts = sorted(f"{n} {reason}" for reason, n in counts.items())
+    return f"{failed}/{wanted} nodes are unavailable: {', '.join(parts)}."

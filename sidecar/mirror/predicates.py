@@ -138,6 +138,16 @@ class Predicates:
         ok: npt.NDArray[np.intp] = nodes[self._evaluate(subj, sim, nodes, fits_idle=False).ok]
         return ok
 
+    def feasible_by_gradient(
+        self, subj: Subject, sim: Simulation, nodes: npt.NDArray[np.intp]
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+        """The feasible nodes of ``nodes`` in allocate's two gradients: those where ``subj`` fits
+        Idle, and those where it fits only FutureIdle (it would be pipelined there)."""
+        ev = self._evaluate(subj, sim, nodes, fits_idle=True)
+        idle: npt.NDArray[np.intp] = nodes[ev.ok & ev.fits_idle]
+        future: npt.NDArray[np.intp] = nodes[ev.ok & ~ev.fits_idle]
+        return idle, future
+
     def _evaluate(self, subj: Subject, sim: Simulation, idx: npt.NDArray[np.intp], *, fits_idle: bool) -> Evaluation:
         """Every check on the nodes ``idx``, per position. Pod-level checks (affinity, spread,
         ports) run only when the pod faces them (:meth:`checks`)."""

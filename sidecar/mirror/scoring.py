@@ -52,6 +52,13 @@ class Scores:
     total: F64
     plugins: dict[str, F64]  # per-plugin contribution (weight applied), same order
 
+    def best(self, names: list[str]) -> int:
+        """The position of the best node (:meth:`ranked`'s first) without sorting them all."""
+        top = np.flatnonzero(self.total == self.total.max())
+        if top.size == 1:
+            return int(top[0])
+        return int(min(top.tolist(), key=lambda i: names[self.nodes[i]]))
+
     def ranked(self, names: list[str]) -> list[int]:
         """Positions into ``nodes`` best first; ties by node name."""
         return sorted(range(len(self.nodes)), key=lambda i: (-self.total[i], names[self.nodes[i]]))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from sidecar.service.core import RepackService
 from sidecar.service.deadline import Deadline, DeadlineExceeded
 from sidecar.service.errors import NotFound
-from sidecar.service.fit import fit_message
 from sidecar.service.limits import ServiceLimits
 from sidecar.service.observer import Observer
 from sidecar.service.sessions import Session, SessionCache
@@ -19,5 +18,4 @@ __all__ = [
     "ServiceLimits",
     "Session",
     "SessionCache",
-    "fit_message",
 ]

@@ -20,13 +20,12 @@ from sidecar.api.sessions import LATEST
 from sidecar.api.v1alpha1 import service_pb2, snapshot_pb2
 from sidecar.errors import InputError
 from sidecar.mirror.core import Mirror, Verdict
-from sidecar.mirror.explain import failure_code
+from sidecar.mirror.explain import failure_code, fit_message
 from sidecar.repack.fragmentation import fragmentation, goal_resources
 from sidecar.repack.planner import Planner
 from sidecar.repack.spec import validate
 from sidecar.repack.status import fragmentation_message, to_status
 from sidecar.service.deadline import Deadline
-from sidecar.service.fit import fit_message
 from sidecar.service.limits import ServiceLimits, snapshot_cost, state_cost
 from sidecar.service.observer import Observer
 from sidecar.service.sessions import Session, SessionCache

@@ -22,6 +22,8 @@ SUCCEEDED = int(_S.Value("Succeeded"))
 FAILED = int(_S.Value("Failed"))
 UNKNOWN = int(_S.Value("Unknown"))
 
+#: the tasks a gang counts as started: JobInfo.ReadyTaskNum (pkg/scheduler/api/job_info.go)
+READY_MASK = ALLOCATED | BINDING | BOUND | RUNNING | SUCCEEDED
 #: a task in one of these no longer holds anything on its node (NodeInfo.AddTask skips it)
 TERMINATED_MASK = SUCCEEDED | FAILED
 #: every valid status (STATUS_UNSPECIFIED is not one)
