@@ -6,8 +6,7 @@ and the trace replays schedule with it. It follows volcano v1.14.1
 ``pkg/scheduler/actions/allocate/allocate.go`` (allocateResourcesForTasks) and
 ``pkg/scheduler/api/job_info.go``:
 
-* tasks in task order (the priority plugin: higher pod priority first; then by name, where Volcano
-  falls back to creation time, which a snapshot does not carry);
+* tasks in task order (:func:`task_order`: priority, then the pod-name index, then UID);
 * a task whose role already failed in this cycle is skipped (TaskHasFitErrors);
 * the nominated node (a pending pod's ``status.nominatedNodeName``, a Pipelined task of the
   snapshot) is tried first when the request fits its FutureIdle, else every node; the best node
@@ -22,6 +21,8 @@ and the trace replays schedule with it. It follows volcano v1.14.1
 
 from __future__ import annotations
 
+import functools
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +35,9 @@ from sidecar.mirror.simulation import Simulation
 from sidecar.snapshot import taskstatus as ts
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import PODS
+
+#: what Go's strconv.Atoi accepts
+_ATOI = re.compile(r"[+-]?[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -58,8 +62,29 @@ class JobAllocation:
 
 
 def task_order(state: ClusterState, tasks: Sequence[int]) -> list[int]:
-    """TaskOrderFn as the default tiers give it: higher priority first, then by name."""
-    return sorted((int(t) for t in tasks), key=lambda t: (-int(state.task_priority[t]), state.task_name[t]))
+    """TaskOrderFn as the default tiers give it: the priority plugin (higher pod priority first),
+    then Volcano's fallback ``helpers.CompareTask`` (volcano v1.14.1
+    pkg/controllers/job/helpers/helpers.go): the lower index suffix of the pod name (``job-task-3``;
+    only for names of 3 or more dash-separated parts ending in an integer), else the older pod —
+    a snapshot carries no creation time, so all tie there — then the smaller UID."""
+
+    def compare(a: int, b: int) -> int:
+        pa, pb = int(state.task_priority[a]), int(state.task_priority[b])
+        if pa != pb:
+            return -1 if pa > pb else 1
+        ia, ib = _pod_index(state.task_name[a]), _pod_index(state.task_name[b])
+        if ia is not None and ib is not None and ia != ib:
+            return -1 if ia < ib else 1
+        ua, ub = state.task_uid[a], state.task_uid[b]
+        return (ua > ub) - (ua < ub)
+
+    return sorted((int(t) for t in tasks), key=functools.cmp_to_key(compare))
+
+
+def _pod_index(name: str) -> int | None:
+    """GetPodIndexUnderTask + strconv.Atoi: the last dash-separated part of a name of three or more."""
+    parts = name.split("-")
+    return int(parts[-1]) if len(parts) >= 3 and _ATOI.fullmatch(parts[-1]) else None
 
 
 class _Gang:
@@ -136,7 +161,10 @@ def allocate_job(mirror: Mirror, sim: Simulation, group: int, tasks: Sequence[in
     pipelined: set[int] = set()
     failed_roles: set[str] = set()
     stuck, why = -1, ""
+    best_effort = set(job.members[job.best_effort].tolist())
     for t in task_order(state, tasks):
+        if t in best_effort:
+            continue  # organizeJobWorksheet leaves best-effort tasks to backfill (they count as ready)
         role = state.task_role[t]
         if role and role in failed_roles:
             continue

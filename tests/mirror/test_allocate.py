@@ -148,17 +148,17 @@ def test_the_nominated_node_is_tried_first() -> None:
     assert done.ready and _names(mirror, done.placed) == [("w-0", "a")]
 
 
-def test_task_order_is_priority_then_name() -> None:
-    mirror, _ = _setup(
-        [node("a")],
-        [
-            task("b", cards=1, status=PENDING, priority=1),
-            task("a", cards=1, status=PENDING),
-            task("c", cards=1, status=PENDING, priority=1),
-        ],
-        [],
-    )
-    assert [mirror.state.task_name[t] for t in task_order(mirror.state, [0, 1, 2])] == ["b", "c", "a"]
+def test_task_order_is_priority_then_the_pod_index_then_uid() -> None:
+    """CompareTask: "job-worker-10" after "job-worker-9" (numbers, not strings); names of fewer than
+    three parts or without a numeric suffix fall back to UID."""
+    names = ["job-worker-10", "job-worker-9", "job-ps-0", "solo", "x-y-z", "job-worker-2"]
+    tasks = [task(n, cards=1, status=PENDING, priority=5 if n == "job-worker-10" else 1) for n in names]
+    mirror, _ = _setup([node("a")], tasks, [])
+    order = [mirror.state.task_name[t] for t in task_order(mirror.state, range(len(names)))]
+    assert order[0] == "job-worker-10"  # priority first
+    assert order.index("job-ps-0") < order.index("job-worker-2") < order.index("job-worker-9")
+    # "solo" and "x-y-z" have no index: against each other by UID ("uid-default-solo" < "uid-default-x-y-z")
+    assert order.index("solo") < order.index("x-y-z")
 
 
 def test_a_best_effort_pending_task_counts_as_ready() -> None:
