@@ -36,6 +36,7 @@ def task(
     pod_group: str = "",
     cpu: float = 1000,
     scheduler: str = "volcano",
+    profile: pb.TaskProfile | None = None,
     **kw: object,
 ) -> pb.Task:
     req = {"cpu": cpu, "memory": 1.0 * GIB}
@@ -49,7 +50,7 @@ def task(
         status=status,
         pod_group=pod_group,
         requests=req,
-        profile=pb.TaskProfile(scheduler_name=scheduler),
+        profile=profile if profile is not None else pb.TaskProfile(scheduler_name=scheduler),
         **kw,
     )
 

@@ -49,12 +49,25 @@ class Reason(StrEnum):
     NO_FRAGMENTATION = "NoFragmentation"
     INSUFFICIENT_IMPROVEMENT = "InsufficientImprovement"
     REPACK_RECOMMENDED = "RepackRecommended"
+    # a targeted run's verdict (Complete), when nothing needs to move or nothing can help
+    TARGET_ALREADY_RUNNING = "TargetAlreadyRunning"
+    TARGET_FITS_NOW = "TargetFitsWithoutRepack"
+    TARGET_DOES_NOT_FIT = "TargetDoesNotFit"
     # outcome (Complete / Failed)
     EXECUTION_COMPLETED = "ExecutionCompleted"
     EXECUTION_COMPLETED_ELSEWHERE = "ExecutionCompletedWithAlternativePlacement"
     EVICTION_BLOCKED = "EvictionBlocked"
     EXECUTION_TIMED_OUT = "ExecutionTimedOut"
     PARTIALLY_COMPLETED = "PartiallyCompleted"
+
+
+class TargetVerdict(StrEnum):
+    """``status.plan.target.verdict``: what a targeted run found for its workload."""
+
+    ALREADY_RUNNING = "AlreadyRunning"
+    FITS_NOW = "FitsNow"
+    FITS = "Fits"
+    DOES_NOT_FIT = "DoesNotFit"
 
 
 class EvictionPhase(StrEnum):

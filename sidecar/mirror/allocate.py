@@ -87,8 +87,9 @@ def _pod_index(name: str) -> int | None:
     return int(parts[-1]) if len(parts) >= 3 and _ATOI.fullmatch(parts[-1]) else None
 
 
-class _Gang:
-    """The gang's counters as JobInfo keeps them, on the simulation's statuses."""
+class JobCounters:
+    """A job's counters as JobInfo keeps them (ReadyTaskNum, role counts, best-effort tasks), read
+    from the simulation's statuses, so they follow every place, pipeline and rollback."""
 
     def __init__(self, mirror: Mirror, sim: Simulation, group: int, tasks: Sequence[int]) -> None:
         state = mirror.state
@@ -155,7 +156,7 @@ def allocate_job(mirror: Mirror, sim: Simulation, group: int, tasks: Sequence[in
     still take it back) when the job is ready or pipelined, and is undone otherwise. ``group`` -1:
     ``tasks`` have no PodGroup and form a job of their own with MinAvailable 1."""
     state = mirror.state
-    job = _Gang(mirror, sim, group, tasks)
+    job = JobCounters(mirror, sim, group, tasks)
     mark = sim.checkpoint()
     placed: list[tuple[int, int]] = []
     pipelined: set[int] = set()

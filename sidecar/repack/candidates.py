@@ -32,6 +32,9 @@ UNMOVABLE = "UnmovablePod"
 PIPELINED_POD = "PipelinedPod"
 RECEIVER = "Receiver"
 NO_RECEIVER = "NoReceiver"
+#: a targeted run: the waiting gang cannot use the node, or fits without emptying it
+TARGET_CANNOT_USE = "TargetCannotUse"
+NOT_NEEDED = "NotNeeded"
 BUDGET = "Budget"
 PDB = "PodDisruptionBudget"
 
@@ -125,18 +128,22 @@ def prepare(
     goal: int,
     pg_in_scope: npt.NDArray[np.bool_],
     node_in_scope: npt.NDArray[np.bool_],
+    *,
+    target_group: int = -1,
 ) -> Prepared:
     """Fragmentation before, candidate nodes with their pods and gang impact, pinned nodes and
     the explanation of every node that cannot be a candidate. ``candidates`` is None when there
     is nothing to plan (no fragmentation, or nothing provides the goal resource). PodDisruption
-    budgets are left to :func:`sidecar.repack.limits.count_pdbs`."""
+    budgets are left to :func:`sidecar.repack.limits.count_pdbs`. A targeted run names its
+    ``target_group``: its pods never move, and a gang may wait although the statistic says no
+    node could be freed (the minimum is a bound, not a plan), so candidates are always built."""
     before = fragmentation(state, spec.resource)
     outcomes: dict[int, Outcome] = {}
     holds = holding_tasks(state)
     gang = GangState.build(state, max(goal, 0), holds) if goal >= 0 else GangState.build(state, 0, holds & False)
     pg_count = int(pg_in_scope.sum())
     node_count = int(node_in_scope.sum())
-    if goal < 0 or before.occupied_nodes <= before.min_occupied_nodes:
+    if goal < 0 or (target_group < 0 and before.occupied_nodes <= before.min_occupied_nodes):
         return Prepared(before, None, np.zeros(state.n_nodes, bool), gang, outcomes, pg_count, node_count)
     req_g = state.task_req[:, goal]
     goal_pods = goal_tasks(state, goal)
@@ -146,6 +153,8 @@ def prepare(
     pg = state.task_pod_group
     movable = goal_pods & volcano & (pg >= 0)
     movable &= np.where(pg >= 0, pg_in_scope[np.maximum(pg, 0)] if pg_in_scope.size else False, False)
+    if target_group >= 0:
+        movable &= pg != target_group
     pipelined_goal = (state.task_node >= 0) & (state.task_status == PIPELINED) & (req_g > TOLERANCE)
 
     pinned = np.zeros(state.n_nodes, bool)  # will stay occupied whatever the plan does
@@ -157,7 +166,7 @@ def prepare(
         if not node_in_scope[n]:
             outcomes[n] = Outcome(n, False, OUT_OF_SCOPE, "node is outside scope.nodes")
         elif n in blocked_at:
-            outcomes[n] = Outcome(n, False, UNMOVABLE, _why_unmovable(state, blocked_at[n], volcano))
+            outcomes[n] = Outcome(n, False, UNMOVABLE, _why_unmovable(state, blocked_at[n], volcano, target_group))
         elif n in pipelined_at:
             why = f"pod {pod_name(state, pipelined_at[n])} is pipelined onto this node"
             outcomes[n] = Outcome(n, False, PIPELINED_POD, why)
@@ -205,8 +214,11 @@ def _first_per_node(state: ClusterState, mask: npt.NDArray[np.bool_]) -> dict[in
     return dict(zip(nodes.tolist(), tasks[first].tolist(), strict=True))
 
 
-def _why_unmovable(state: ClusterState, t: int, volcano: npt.NDArray[np.bool_]) -> str:
+def _why_unmovable(state: ClusterState, t: int, volcano: npt.NDArray[np.bool_], target_group: int = -1) -> str:
     prof = state.profiles[state.task_profile[t]]
+    if target_group >= 0 and state.task_pod_group[t] == target_group:
+        group = state.pod_group_key(target_group)
+        return f"pod {pod_name(state, t)} belongs to the run's target {group}, which never moves"
     if not volcano[t]:
         scheduler = prof.scheduler_name or "default-scheduler"
         return f"pod {pod_name(state, t)} is not scheduled by Volcano (schedulerName {scheduler!r})"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from sidecar.api.repackrun import TargetVerdict
 from sidecar.mirror.core import Mirror
 from sidecar.repack.candidates import Outcome
 from sidecar.repack.cost import GangState
@@ -25,6 +26,23 @@ class Move:
     target: int
 
 
+@dataclass(frozen=True)
+class TargetOutcome:
+    """A targeted run's answer: the verdict on its PodGroup and where the gang would land."""
+
+    group: int
+    verdict: TargetVerdict
+    min_available: int
+    ready: int
+    waiting: tuple[int, ...]
+    #: (task, node) as allocate would place the gang, after the plan's moves
+    placements: tuple[tuple[int, int], ...] = ()
+    pipelined: frozenset[int] = frozenset()
+    #: the first task that still does not fit (-1: none), and why
+    stuck: int = -1
+    why: str = ""
+
+
 @dataclass
 class PlanResult:
     resource: str
@@ -36,6 +54,8 @@ class PlanResult:
     gang: GangState
     pod_group_count: int  # PodGroups in scope
     node_count: int  # nodes in scope
+    #: a targeted run's answer for its workload (sidecar.repack.targeted)
+    target: TargetOutcome | None = None
 
     @property
     def improvement(self) -> float:

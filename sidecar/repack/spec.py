@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from sidecar.api.v1alpha1 import spec_pb2
@@ -40,6 +41,30 @@ class Weights:
         )
 
 
+#: RepackTarget's fields: (proto field, JSON name, the workload kind it names)
+TARGET_KINDS = (
+    ("pod_group", "podGroup", "PodGroup"),
+    ("job", "job", "Job"),
+    ("model_serving", "modelServing", "ModelServing"),
+)
+#: a Kubernetes object name or namespace (DNS-1123 subdomain; namespaces are labels, a subset)
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+
+
+@dataclass(frozen=True)
+class Target:
+    """``spec.for``: the waiting workload a targeted run makes room for."""
+
+    kind: str  # PodGroup, Job or ModelServing
+    namespace: str
+    name: str
+    path: str  # the field that named it, for errors ("spec.for.job")
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """A validated RepackSpec in the planner's terms (Volcano units)."""
@@ -54,6 +79,8 @@ class RunSpec:
     scheduler_names: frozenset[str]
     #: "Greedy" or "Exact" (sidecar.repack.exact)
     strategy: str = "Greedy"
+    #: the waiting workload to make room for (sidecar.repack.targeted); None: the guide's run
+    target: Target | None = None
 
 
 def validate(spec: spec_pb2.RepackSpec, path: str = "spec") -> RunSpec:
@@ -122,7 +149,30 @@ def validate(spec: spec_pb2.RepackSpec, path: str = "spec") -> RunSpec:
         weights=Weights(*weights),
         scheduler_names=frozenset(spec.planner.scheduler_names) or frozenset({"volcano"}),
         strategy=_strategy(spec.planner.strategy, f"{path}.planner.strategy"),
+        target=_target(spec, f"{path}.for") if spec.HasField("target") else None,
     )
+
+
+def _target(spec: spec_pb2.RepackSpec, path: str) -> Target:
+    """Exactly one of podGroup, job, modelServing, as namespace/name (both DNS-1123 names)."""
+    given = [
+        (json, kind, getattr(spec.target, field)) for field, json, kind in TARGET_KINDS if getattr(spec.target, field)
+    ]
+    if len(given) != 1:
+        choices = ", ".join(json for _, json, _ in TARGET_KINDS)
+        found = f"got {', '.join(json for json, _, _ in given)}" if given else "got none"
+        raise InputError(path, f"exactly one of {choices} ({found})")
+    json, kind, value = given[0]
+    where = f"{path}.{json}"
+    namespace, sep, name = value.partition("/")
+    if not sep or "/" in name:
+        raise InputError(where, f'"{value}": a {kind} is named namespace/name')
+    for part, what in ((namespace, "namespace"), (name, "name")):
+        if len(part) > 253 or not _NAME.fullmatch(part):
+            raise InputError(where, f'"{value}": {what} "{part}" is not a valid Kubernetes name')
+    if spec.planner.strategy == spec_pb2.PlannerOptions.Exact:
+        raise InputError(f"{path}", "a targeted run plans greedily: planner.strategy Exact is not supported with for")
+    return Target(kind, namespace, name, where)
 
 
 def _strategy(value: int, path: str) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from sidecar.api.repackrun import Condition, Phase, Reason
+from sidecar.api.repackrun import Condition, Phase, Reason, TargetVerdict
 from sidecar.api.v1alpha1 import plan_pb2
 from sidecar.repack.fragmentation import Fragmentation
-from sidecar.repack.result import PlanResult
+from sidecar.repack.result import PlanResult, TargetOutcome
 from sidecar.repack.spec import RunSpec
 from sidecar.snapshot.state import ClusterState
 from sidecar.snapshot.units import to_user_units
@@ -39,8 +39,10 @@ def owner_of(state: ClusterState, group: int) -> plan_pb2.WorkloadOwner:
     return plan_pb2.WorkloadOwner(api_version=ref.api_version, kind=ref.kind, name=ref.name)
 
 
-def outcome(result: PlanResult, spec: RunSpec) -> tuple[str, str]:
+def outcome(state: ClusterState, result: PlanResult, spec: RunSpec) -> tuple[str, str]:
     """(reason, message) of the Complete condition."""
+    if result.target is not None:
+        return _target_outcome(state, result, spec, result.target)
     before, after = result.before, result.after
     if before.occupied_nodes <= before.min_occupied_nodes:
         return Reason.NO_FRAGMENTATION, (
@@ -65,8 +67,73 @@ def outcome(result: PlanResult, spec: RunSpec) -> tuple[str, str]:
     )
 
 
+def _target_outcome(state: ClusterState, result: PlanResult, spec: RunSpec, target: TargetOutcome) -> tuple[str, str]:
+    """A targeted run's verdict: whether the gang starts, after which moves, and where."""
+    key = state.pod_group_key(target.group)
+    landing = _landing(state, target)
+    if target.verdict == TargetVerdict.ALREADY_RUNNING:
+        return Reason.TARGET_ALREADY_RUNNING, (
+            f"{key} already runs ({target.ready} tasks started, minAvailable {target.min_available}): nothing to move"
+        )
+    if target.verdict == TargetVerdict.FITS_NOW:
+        phase = state.pod_groups[target.group].phase
+        waits = (
+            "; its PodGroup is Pending: it waits for the enqueue action (queue capacity), not for room"
+            if phase == "Pending"
+            else ""
+        )
+        return Reason.TARGET_FITS_NOW, f"{key} fits without moving anything ({landing}){waits}"
+    if target.verdict == TargetVerdict.FITS:
+        freed, gain = len(result.freed), result.improvement
+        frag = f"{spec.resource} fragmentation {change(result.before.percent, result.after.percent)}"
+        if gain + 1e-9 >= spec.min_improvement:
+            return Reason.REPACK_RECOMMENDED, f"freeing {count(freed, 'node')} lets {key} start ({landing}); {frag}"
+        return Reason.INSUFFICIENT_IMPROVEMENT, (
+            f"freeing {count(freed, 'node')} would let {key} start, but lowers fragmentation by {gain:.1f} points, "
+            f"below minFragImprovementPercent {spec.min_improvement:g}"
+        )
+    if not target.waiting:
+        phase = state.pod_groups[target.group].phase or "unknown"
+        return Reason.TARGET_DOES_NOT_FIT, (
+            f"{key} has no waiting pods (PodGroup phase {phase}, minAvailable {target.min_available}, "
+            f"{target.ready} started): a Volcano Job's pods exist once its PodGroup is Inqueue, which the enqueue "
+            "action grants within queue capacity — it waits for that, not for room"
+        )
+    after = f"after emptying {count(len(result.freed), 'node')}, " if result.freed else ""
+    if target.stuck >= 0:
+        return Reason.TARGET_DOES_NOT_FIT, (
+            f"no plan within scope and budgets lets {key} start: {after}pod {state.task_name[target.stuck]} "
+            f"still does not fit: {target.why}"
+        )
+    return Reason.TARGET_DOES_NOT_FIT, (
+        f"no plan within scope and budgets lets {key} start: {after}fewer than minAvailable "
+        f"{target.min_available} of its tasks can be placed"
+    )
+
+
+def _landing(state: ClusterState, target: TargetOutcome) -> str:
+    """ "2 tasks on node-a, node-b" for the messages."""
+    nodes = sorted({state.node_names[n] for _, n in target.placements})
+    return f"{count(len(target.placements), 'task')} on {', '.join(nodes)}"
+
+
+def target_message(state: ClusterState, target: TargetOutcome) -> plan_pb2.TargetPlan:
+    out = plan_pb2.TargetPlan(
+        pod_group=state.pod_group_key(target.group),
+        verdict=target.verdict,
+        min_available=target.min_available,
+        ready=target.ready,
+        waiting=len(target.waiting),
+        stuck_pod_name=state.task_name[target.stuck] if target.stuck >= 0 else "",
+        message=target.why,
+    )
+    for t, n in target.placements:
+        out.placements.add(pod_name=state.task_name[t], node=state.node_names[n], pipelined=t in target.pipelined)
+    return out
+
+
 def to_status(state: ClusterState, result: PlanResult, spec: RunSpec) -> plan_pb2.RepackStatus:
-    reason, message = outcome(result, spec)
+    reason, message = outcome(state, result, spec)
     recommended = reason == Reason.REPACK_RECOMMENDED
     status = plan_pb2.RepackStatus(phase=Phase.SUCCEEDED, warnings=state.warnings)
     status.conditions.add(type=Condition.COMPLETE, status="True", reason=reason, message=message)
@@ -116,6 +183,8 @@ def to_status(state: ClusterState, result: PlanResult, spec: RunSpec) -> plan_pb
                 moved_pods=total.moved_pods,
             )
         )
+    if result.target is not None:
+        plan.target.CopyFrom(target_message(state, result.target))
     for n in sorted(result.outcomes, key=lambda x: state.node_names[x]):
         o = result.outcomes[n]
         selected = o.selected and recommended

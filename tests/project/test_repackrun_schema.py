@@ -17,7 +17,7 @@ import pytest
 import yaml
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from sidecar.api.repackrun import EvictionPhase, Mode, Phase, PlacementPhase
+from sidecar.api.repackrun import EvictionPhase, Mode, Phase, PlacementPhase, TargetVerdict
 from sidecar.api.v1alpha1 import plan_pb2, spec_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,6 +103,7 @@ def test_the_object_holds_spec_and_status_only() -> None:
         ("status.phase", Phase),
         ("status.relocations[].eviction.phase", EvictionPhase),
         ("status.relocations[].placement.phase", PlacementPhase),
+        ("status.plan.target.verdict", TargetVerdict),
     ],
 )
 def test_the_runs_vocabulary_is_the_crds_enums(path: str, words: Any) -> None:

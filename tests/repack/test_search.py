@@ -15,7 +15,7 @@ from hypothesis.extra import numpy as hnp
 from sidecar import dispatch
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.mirror.core import Mirror
-from sidecar.repack import planner, receivers, search
+from sidecar.repack import greedy, planner, receivers, search
 from sidecar.repack.search import PodsInput
 from sidecar.repack.spec import validate
 from sidecar.scenarios.synth import SynthOptions, synth
@@ -179,7 +179,7 @@ def assert_kernel_searches_like_the_filter(state: ClusterState) -> None:
     prep = plan.prepare()
     if not prep.candidates:
         return
-    run = planner._Run(plan, prep, None, False)
+    run = greedy.GreedyRun(plan, prep, None, False)
     assert run.node_level is not None
     sim, recv = run.sim, run.receivers
     for i, c in enumerate(run.table.cands):

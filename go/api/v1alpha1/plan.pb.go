@@ -675,7 +675,9 @@ type Plan struct {
 	Moves      []*WorkloadMove        `protobuf:"bytes,2,rep,name=moves,proto3" json:"moves,omitempty"`
 	FreedNodes []string               `protobuf:"bytes,3,rep,name=freed_nodes,json=freedNodes,proto3" json:"freed_nodes,omitempty"`
 	// Why each considered node was or was not emptied.
-	Candidates    []*CandidateExplanation `protobuf:"bytes,4,rep,name=candidates,proto3" json:"candidates,omitempty"`
+	Candidates []*CandidateExplanation `protobuf:"bytes,4,rep,name=candidates,proto3" json:"candidates,omitempty"`
+	// A targeted run's answer for its workload (RepackSpec.for): absent otherwise.
+	Target        *TargetPlan `protobuf:"bytes,5,opt,name=target,proto3" json:"target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -738,6 +740,181 @@ func (x *Plan) GetCandidates() []*CandidateExplanation {
 	return nil
 }
 
+func (x *Plan) GetTarget() *TargetPlan {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+// Where the target's gang would land, as Volcano's allocate would place it on the cluster after
+// the plan's moves (on the cluster as it is when nothing needs to move).
+type TargetPlan struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The PodGroup the target resolved to, namespace/name.
+	PodGroup string `protobuf:"bytes,1,opt,name=pod_group,json=podGroup,proto3" json:"pod_group,omitempty"`
+	// AlreadyRunning, FitsNow, Fits (after the plan's moves) or DoesNotFit.
+	Verdict string `protobuf:"bytes,2,opt,name=verdict,proto3" json:"verdict,omitempty"`
+	// The gang's MinAvailable, its tasks already started, and its tasks waiting.
+	MinAvailable int32 `protobuf:"varint,3,opt,name=min_available,json=minAvailable,proto3" json:"min_available,omitempty"`
+	Ready        int32 `protobuf:"varint,4,opt,name=ready,proto3" json:"ready,omitempty"`
+	Waiting      int32 `protobuf:"varint,5,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	// Task -> node, in the order allocate would place them (empty unless FitsNow or Fits).
+	Placements []*TaskPlacement `protobuf:"bytes,6,rep,name=placements,proto3" json:"placements,omitempty"`
+	// The first task that still does not fit and why, in Volcano's words (DoesNotFit).
+	StuckPodName  string `protobuf:"bytes,7,opt,name=stuck_pod_name,json=stuckPodName,proto3" json:"stuck_pod_name,omitempty"`
+	Message       string `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TargetPlan) Reset() {
+	*x = TargetPlan{}
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TargetPlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TargetPlan) ProtoMessage() {}
+
+func (x *TargetPlan) ProtoReflect() protoreflect.Message {
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TargetPlan.ProtoReflect.Descriptor instead.
+func (*TargetPlan) Descriptor() ([]byte, []int) {
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *TargetPlan) GetPodGroup() string {
+	if x != nil {
+		return x.PodGroup
+	}
+	return ""
+}
+
+func (x *TargetPlan) GetVerdict() string {
+	if x != nil {
+		return x.Verdict
+	}
+	return ""
+}
+
+func (x *TargetPlan) GetMinAvailable() int32 {
+	if x != nil {
+		return x.MinAvailable
+	}
+	return 0
+}
+
+func (x *TargetPlan) GetReady() int32 {
+	if x != nil {
+		return x.Ready
+	}
+	return 0
+}
+
+func (x *TargetPlan) GetWaiting() int32 {
+	if x != nil {
+		return x.Waiting
+	}
+	return 0
+}
+
+func (x *TargetPlan) GetPlacements() []*TaskPlacement {
+	if x != nil {
+		return x.Placements
+	}
+	return nil
+}
+
+func (x *TargetPlan) GetStuckPodName() string {
+	if x != nil {
+		return x.StuckPodName
+	}
+	return ""
+}
+
+func (x *TargetPlan) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type TaskPlacement struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	PodName string                 `protobuf:"bytes,1,opt,name=pod_name,json=podName,proto3" json:"pod_name,omitempty"`
+	Node    string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// Fits only once releasing pods are gone (Volcano pipelines it there).
+	Pipelined     bool `protobuf:"varint,3,opt,name=pipelined,proto3" json:"pipelined,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskPlacement) Reset() {
+	*x = TaskPlacement{}
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskPlacement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskPlacement) ProtoMessage() {}
+
+func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskPlacement.ProtoReflect.Descriptor instead.
+func (*TaskPlacement) Descriptor() ([]byte, []int) {
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *TaskPlacement) GetPodName() string {
+	if x != nil {
+		return x.PodName
+	}
+	return ""
+}
+
+func (x *TaskPlacement) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *TaskPlacement) GetPipelined() bool {
+	if x != nil {
+		return x.Pipelined
+	}
+	return false
+}
+
 type PlanSummary struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Cluster-wide fragmentation of the goal resource before and after the plan, in percent
@@ -760,7 +937,7 @@ type PlanSummary struct {
 
 func (x *PlanSummary) Reset() {
 	*x = PlanSummary{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[7]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -772,7 +949,7 @@ func (x *PlanSummary) String() string {
 func (*PlanSummary) ProtoMessage() {}
 
 func (x *PlanSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[7]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -785,7 +962,7 @@ func (x *PlanSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanSummary.ProtoReflect.Descriptor instead.
 func (*PlanSummary) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{7}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PlanSummary) GetFragBeforePercent() float64 {
@@ -865,7 +1042,7 @@ type PlanCost struct {
 
 func (x *PlanCost) Reset() {
 	*x = PlanCost{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[8]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -877,7 +1054,7 @@ func (x *PlanCost) String() string {
 func (*PlanCost) ProtoMessage() {}
 
 func (x *PlanCost) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[8]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -890,7 +1067,7 @@ func (x *PlanCost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanCost.ProtoReflect.Descriptor instead.
 func (*PlanCost) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{8}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PlanCost) GetAffectedWorkloads() int32 {
@@ -938,7 +1115,7 @@ type ResolvedScope struct {
 
 func (x *ResolvedScope) Reset() {
 	*x = ResolvedScope{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[9]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -950,7 +1127,7 @@ func (x *ResolvedScope) String() string {
 func (*ResolvedScope) ProtoMessage() {}
 
 func (x *ResolvedScope) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[9]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -963,7 +1140,7 @@ func (x *ResolvedScope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvedScope.ProtoReflect.Descriptor instead.
 func (*ResolvedScope) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{9}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ResolvedScope) GetPodGroupCount() int32 {
@@ -993,7 +1170,7 @@ type WorkloadMove struct {
 
 func (x *WorkloadMove) Reset() {
 	*x = WorkloadMove{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[10]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1182,7 @@ func (x *WorkloadMove) String() string {
 func (*WorkloadMove) ProtoMessage() {}
 
 func (x *WorkloadMove) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[10]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1195,7 @@ func (x *WorkloadMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadMove.ProtoReflect.Descriptor instead.
 func (*WorkloadMove) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{10}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WorkloadMove) GetNamespace() string {
@@ -1069,7 +1246,7 @@ type WorkloadOwner struct {
 
 func (x *WorkloadOwner) Reset() {
 	*x = WorkloadOwner{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[11]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1081,7 +1258,7 @@ func (x *WorkloadOwner) String() string {
 func (*WorkloadOwner) ProtoMessage() {}
 
 func (x *WorkloadOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[11]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1094,7 +1271,7 @@ func (x *WorkloadOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadOwner.ProtoReflect.Descriptor instead.
 func (*WorkloadOwner) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{11}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WorkloadOwner) GetApiVersion() string {
@@ -1137,7 +1314,7 @@ type PodMove struct {
 
 func (x *PodMove) Reset() {
 	*x = PodMove{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[12]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1149,7 +1326,7 @@ func (x *PodMove) String() string {
 func (*PodMove) ProtoMessage() {}
 
 func (x *PodMove) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[12]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1162,7 +1339,7 @@ func (x *PodMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodMove.ProtoReflect.Descriptor instead.
 func (*PodMove) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{12}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PodMove) GetName() string {
@@ -1211,7 +1388,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[13]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +1400,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[13]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +1413,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{13}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Condition) GetType() string {
@@ -1294,7 +1471,7 @@ type CandidateExplanation struct {
 
 func (x *CandidateExplanation) Reset() {
 	*x = CandidateExplanation{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[14]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1483,7 @@ func (x *CandidateExplanation) String() string {
 func (*CandidateExplanation) ProtoMessage() {}
 
 func (x *CandidateExplanation) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[14]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1496,7 @@ func (x *CandidateExplanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CandidateExplanation.ProtoReflect.Descriptor instead.
 func (*CandidateExplanation) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{14}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CandidateExplanation) GetNode() string {
@@ -1416,7 +1593,7 @@ const file_volcano_repack_v1alpha1_plan_proto_rawDesc = "" +
 	"\x11evicted_pod_count\x18\x05 \x01(\x05R\x0fevictedPodCount\x12)\n" +
 	"\x10metrics_verified\x18\x06 \x01(\bR\x0fmetricsVerified\x12\x18\n" +
 	"\amessage\x18\a \x01(\tR\amessageB\x15\n" +
-	"\x13_frag_after_percent\"\xf3\x01\n" +
+	"\x13_frag_after_percent\"\xb0\x02\n" +
 	"\x04Plan\x12>\n" +
 	"\asummary\x18\x01 \x01(\v2$.volcano.repack.v1alpha1.PlanSummaryR\asummary\x12;\n" +
 	"\x05moves\x18\x02 \x03(\v2%.volcano.repack.v1alpha1.WorkloadMoveR\x05moves\x12\x1f\n" +
@@ -1424,7 +1601,24 @@ const file_volcano_repack_v1alpha1_plan_proto_rawDesc = "" +
 	"freedNodes\x12M\n" +
 	"\n" +
 	"candidates\x18\x04 \x03(\v2-.volcano.repack.v1alpha1.CandidateExplanationR\n" +
-	"candidates\"\xdf\x03\n" +
+	"candidates\x12;\n" +
+	"\x06target\x18\x05 \x01(\v2#.volcano.repack.v1alpha1.TargetPlanR\x06target\"\xa0\x02\n" +
+	"\n" +
+	"TargetPlan\x12\x1b\n" +
+	"\tpod_group\x18\x01 \x01(\tR\bpodGroup\x12\x18\n" +
+	"\averdict\x18\x02 \x01(\tR\averdict\x12#\n" +
+	"\rmin_available\x18\x03 \x01(\x05R\fminAvailable\x12\x14\n" +
+	"\x05ready\x18\x04 \x01(\x05R\x05ready\x12\x18\n" +
+	"\awaiting\x18\x05 \x01(\x05R\awaiting\x12F\n" +
+	"\n" +
+	"placements\x18\x06 \x03(\v2&.volcano.repack.v1alpha1.TaskPlacementR\n" +
+	"placements\x12$\n" +
+	"\x0estuck_pod_name\x18\a \x01(\tR\fstuckPodName\x12\x18\n" +
+	"\amessage\x18\b \x01(\tR\amessage\"\\\n" +
+	"\rTaskPlacement\x12\x19\n" +
+	"\bpod_name\x18\x01 \x01(\tR\apodName\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x1c\n" +
+	"\tpipelined\x18\x03 \x01(\bR\tpipelined\"\xdf\x03\n" +
 	"\vPlanSummary\x12.\n" +
 	"\x13frag_before_percent\x18\x01 \x01(\x01R\x11fragBeforePercent\x12,\n" +
 	"\x12frag_after_percent\x18\x02 \x01(\x01R\x10fragAfterPercent\x12(\n" +
@@ -1490,7 +1684,7 @@ func file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP() []byte {
 	return file_volcano_repack_v1alpha1_plan_proto_rawDescData
 }
 
-var file_volcano_repack_v1alpha1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_volcano_repack_v1alpha1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_volcano_repack_v1alpha1_plan_proto_goTypes = []any{
 	(*Fragmentation)(nil),         // 0: volcano.repack.v1alpha1.Fragmentation
 	(*RepackStatus)(nil),          // 1: volcano.repack.v1alpha1.RepackStatus
@@ -1499,42 +1693,46 @@ var file_volcano_repack_v1alpha1_plan_proto_goTypes = []any{
 	(*PlacementRecord)(nil),       // 4: volcano.repack.v1alpha1.PlacementRecord
 	(*ExecutionResult)(nil),       // 5: volcano.repack.v1alpha1.ExecutionResult
 	(*Plan)(nil),                  // 6: volcano.repack.v1alpha1.Plan
-	(*PlanSummary)(nil),           // 7: volcano.repack.v1alpha1.PlanSummary
-	(*PlanCost)(nil),              // 8: volcano.repack.v1alpha1.PlanCost
-	(*ResolvedScope)(nil),         // 9: volcano.repack.v1alpha1.ResolvedScope
-	(*WorkloadMove)(nil),          // 10: volcano.repack.v1alpha1.WorkloadMove
-	(*WorkloadOwner)(nil),         // 11: volcano.repack.v1alpha1.WorkloadOwner
-	(*PodMove)(nil),               // 12: volcano.repack.v1alpha1.PodMove
-	(*Condition)(nil),             // 13: volcano.repack.v1alpha1.Condition
-	(*CandidateExplanation)(nil),  // 14: volcano.repack.v1alpha1.CandidateExplanation
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(*TargetPlan)(nil),            // 7: volcano.repack.v1alpha1.TargetPlan
+	(*TaskPlacement)(nil),         // 8: volcano.repack.v1alpha1.TaskPlacement
+	(*PlanSummary)(nil),           // 9: volcano.repack.v1alpha1.PlanSummary
+	(*PlanCost)(nil),              // 10: volcano.repack.v1alpha1.PlanCost
+	(*ResolvedScope)(nil),         // 11: volcano.repack.v1alpha1.ResolvedScope
+	(*WorkloadMove)(nil),          // 12: volcano.repack.v1alpha1.WorkloadMove
+	(*WorkloadOwner)(nil),         // 13: volcano.repack.v1alpha1.WorkloadOwner
+	(*PodMove)(nil),               // 14: volcano.repack.v1alpha1.PodMove
+	(*Condition)(nil),             // 15: volcano.repack.v1alpha1.Condition
+	(*CandidateExplanation)(nil),  // 16: volcano.repack.v1alpha1.CandidateExplanation
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
 }
 var file_volcano_repack_v1alpha1_plan_proto_depIdxs = []int32{
 	6,  // 0: volcano.repack.v1alpha1.RepackStatus.plan:type_name -> volcano.repack.v1alpha1.Plan
-	13, // 1: volcano.repack.v1alpha1.RepackStatus.conditions:type_name -> volcano.repack.v1alpha1.Condition
-	15, // 2: volcano.repack.v1alpha1.RepackStatus.start_time:type_name -> google.protobuf.Timestamp
-	15, // 3: volcano.repack.v1alpha1.RepackStatus.completion_time:type_name -> google.protobuf.Timestamp
+	15, // 1: volcano.repack.v1alpha1.RepackStatus.conditions:type_name -> volcano.repack.v1alpha1.Condition
+	17, // 2: volcano.repack.v1alpha1.RepackStatus.start_time:type_name -> google.protobuf.Timestamp
+	17, // 3: volcano.repack.v1alpha1.RepackStatus.completion_time:type_name -> google.protobuf.Timestamp
 	2,  // 4: volcano.repack.v1alpha1.RepackStatus.relocations:type_name -> volcano.repack.v1alpha1.Relocation
 	5,  // 5: volcano.repack.v1alpha1.RepackStatus.result:type_name -> volcano.repack.v1alpha1.ExecutionResult
-	11, // 6: volcano.repack.v1alpha1.Relocation.owner:type_name -> volcano.repack.v1alpha1.WorkloadOwner
+	13, // 6: volcano.repack.v1alpha1.Relocation.owner:type_name -> volcano.repack.v1alpha1.WorkloadOwner
 	3,  // 7: volcano.repack.v1alpha1.Relocation.eviction:type_name -> volcano.repack.v1alpha1.EvictionRecord
 	4,  // 8: volcano.repack.v1alpha1.Relocation.placement:type_name -> volcano.repack.v1alpha1.PlacementRecord
-	15, // 9: volcano.repack.v1alpha1.EvictionRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
-	7,  // 10: volcano.repack.v1alpha1.Plan.summary:type_name -> volcano.repack.v1alpha1.PlanSummary
-	10, // 11: volcano.repack.v1alpha1.Plan.moves:type_name -> volcano.repack.v1alpha1.WorkloadMove
-	14, // 12: volcano.repack.v1alpha1.Plan.candidates:type_name -> volcano.repack.v1alpha1.CandidateExplanation
-	9,  // 13: volcano.repack.v1alpha1.PlanSummary.resolved_scope:type_name -> volcano.repack.v1alpha1.ResolvedScope
-	0,  // 14: volcano.repack.v1alpha1.PlanSummary.before:type_name -> volcano.repack.v1alpha1.Fragmentation
-	0,  // 15: volcano.repack.v1alpha1.PlanSummary.after:type_name -> volcano.repack.v1alpha1.Fragmentation
-	8,  // 16: volcano.repack.v1alpha1.PlanSummary.cost:type_name -> volcano.repack.v1alpha1.PlanCost
-	11, // 17: volcano.repack.v1alpha1.WorkloadMove.owner:type_name -> volcano.repack.v1alpha1.WorkloadOwner
-	12, // 18: volcano.repack.v1alpha1.WorkloadMove.pods:type_name -> volcano.repack.v1alpha1.PodMove
-	15, // 19: volcano.repack.v1alpha1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	17, // 9: volcano.repack.v1alpha1.EvictionRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
+	9,  // 10: volcano.repack.v1alpha1.Plan.summary:type_name -> volcano.repack.v1alpha1.PlanSummary
+	12, // 11: volcano.repack.v1alpha1.Plan.moves:type_name -> volcano.repack.v1alpha1.WorkloadMove
+	16, // 12: volcano.repack.v1alpha1.Plan.candidates:type_name -> volcano.repack.v1alpha1.CandidateExplanation
+	7,  // 13: volcano.repack.v1alpha1.Plan.target:type_name -> volcano.repack.v1alpha1.TargetPlan
+	8,  // 14: volcano.repack.v1alpha1.TargetPlan.placements:type_name -> volcano.repack.v1alpha1.TaskPlacement
+	11, // 15: volcano.repack.v1alpha1.PlanSummary.resolved_scope:type_name -> volcano.repack.v1alpha1.ResolvedScope
+	0,  // 16: volcano.repack.v1alpha1.PlanSummary.before:type_name -> volcano.repack.v1alpha1.Fragmentation
+	0,  // 17: volcano.repack.v1alpha1.PlanSummary.after:type_name -> volcano.repack.v1alpha1.Fragmentation
+	10, // 18: volcano.repack.v1alpha1.PlanSummary.cost:type_name -> volcano.repack.v1alpha1.PlanCost
+	13, // 19: volcano.repack.v1alpha1.WorkloadMove.owner:type_name -> volcano.repack.v1alpha1.WorkloadOwner
+	14, // 20: volcano.repack.v1alpha1.WorkloadMove.pods:type_name -> volcano.repack.v1alpha1.PodMove
+	17, // 21: volcano.repack.v1alpha1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_volcano_repack_v1alpha1_plan_proto_init() }
@@ -1543,14 +1741,14 @@ func file_volcano_repack_v1alpha1_plan_proto_init() {
 		return
 	}
 	file_volcano_repack_v1alpha1_plan_proto_msgTypes[5].OneofWrappers = []any{}
-	file_volcano_repack_v1alpha1_plan_proto_msgTypes[11].OneofWrappers = []any{}
+	file_volcano_repack_v1alpha1_plan_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_volcano_repack_v1alpha1_plan_proto_rawDesc), len(file_volcano_repack_v1alpha1_plan_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

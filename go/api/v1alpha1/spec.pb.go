@@ -126,7 +126,7 @@ func (x PlannerOptions_Strategy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PlannerOptions_Strategy.Descriptor instead.
 func (PlannerOptions_Strategy) EnumDescriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{7, 0}
+	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{8, 0}
 }
 
 type RepackSpec struct {
@@ -139,7 +139,12 @@ type RepackSpec struct {
 	Eviction                *EvictionOptions `protobuf:"bytes,5,opt,name=eviction,proto3" json:"eviction,omitempty"`
 	TtlSecondsAfterFinished *int64           `protobuf:"varint,6,opt,name=ttl_seconds_after_finished,json=ttlSecondsAfterFinished,proto3,oneof" json:"ttl_seconds_after_finished,omitempty"`
 	// Planner knobs (not part of the CR's documented fields; defaults from the guide).
-	Planner       *PlannerOptions `protobuf:"bytes,7,opt,name=planner,proto3" json:"planner,omitempty"`
+	Planner *PlannerOptions `protobuf:"bytes,7,opt,name=planner,proto3" json:"planner,omitempty"`
+	// The waiting workload to make room for (`spec.for`, an extension of the guide). With it the
+	// run empties only nodes that workload's gang could use, stops as soon as its minAvailable
+	// tasks fit as Volcano's allocate would place them, never moves its own pods, and reports where
+	// it would land (status.plan.target). Without it: the guide's run, maximising freed nodes.
+	Target        *RepackTarget `protobuf:"bytes,8,opt,name=target,json=for,proto3" json:"target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -223,6 +228,77 @@ func (x *RepackSpec) GetPlanner() *PlannerOptions {
 	return nil
 }
 
+func (x *RepackSpec) GetTarget() *RepackTarget {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+// Exactly one field: the workload as namespace/name.
+type RepackTarget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A PodGroup (scheduling.volcano.sh).
+	PodGroup string `protobuf:"bytes,1,opt,name=pod_group,json=podGroup,proto3" json:"pod_group,omitempty"`
+	// A Volcano Job (batch.volcano.sh): its PodGroup.
+	Job string `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
+	// A ModelServing: its one waiting PodGroup (a ServingGroup); name a PodGroup when several wait.
+	ModelServing  string `protobuf:"bytes,3,opt,name=model_serving,json=modelServing,proto3" json:"model_serving,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepackTarget) Reset() {
+	*x = RepackTarget{}
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepackTarget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepackTarget) ProtoMessage() {}
+
+func (x *RepackTarget) ProtoReflect() protoreflect.Message {
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepackTarget.ProtoReflect.Descriptor instead.
+func (*RepackTarget) Descriptor() ([]byte, []int) {
+	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RepackTarget) GetPodGroup() string {
+	if x != nil {
+		return x.PodGroup
+	}
+	return ""
+}
+
+func (x *RepackTarget) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *RepackTarget) GetModelServing() string {
+	if x != nil {
+		return x.ModelServing
+	}
+	return ""
+}
+
 type RepackScope struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Which workloads' pods may be evicted. PodGroup names are namespace/name.
@@ -235,7 +311,7 @@ type RepackScope struct {
 
 func (x *RepackScope) Reset() {
 	*x = RepackScope{}
-	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[1]
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -247,7 +323,7 @@ func (x *RepackScope) String() string {
 func (*RepackScope) ProtoMessage() {}
 
 func (x *RepackScope) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[1]
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -260,7 +336,7 @@ func (x *RepackScope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepackScope.ProtoReflect.Descriptor instead.
 func (*RepackScope) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{1}
+	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RepackScope) GetPodGroups() *ScopeSelection {
@@ -288,7 +364,7 @@ type ScopeSelection struct {
 
 func (x *ScopeSelection) Reset() {
 	*x = ScopeSelection{}
-	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[2]
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -300,7 +376,7 @@ func (x *ScopeSelection) String() string {
 func (*ScopeSelection) ProtoMessage() {}
 
 func (x *ScopeSelection) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[2]
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -313,7 +389,7 @@ func (x *ScopeSelection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScopeSelection.ProtoReflect.Descriptor instead.
 func (*ScopeSelection) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{2}
+	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ScopeSelection) GetInclude() *ScopeFilter {
@@ -341,7 +417,7 @@ type ScopeFilter struct {
 
 func (x *ScopeFilter) Reset() {
 	*x = ScopeFilter{}
-	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[3]
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -353,7 +429,7 @@ func (x *ScopeFilter) String() string {
 func (*ScopeFilter) ProtoMessage() {}
 
 func (x *ScopeFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[3]
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -366,7 +442,7 @@ func (x *ScopeFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScopeFilter.ProtoReflect.Descriptor instead.
 func (*ScopeFilter) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{3}
+	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ScopeFilter) GetNames() []string {
@@ -395,7 +471,7 @@ type RepackGoal struct {
 
 func (x *RepackGoal) Reset() {
 	*x = RepackGoal{}
-	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[4]
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -407,7 +483,7 @@ func (x *RepackGoal) String() string {
 func (*RepackGoal) ProtoMessage() {}
 
 func (x *RepackGoal) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[4]
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -420,7 +496,7 @@ func (x *RepackGoal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepackGoal.ProtoReflect.Descriptor instead.
 func (*RepackGoal) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{4}
+	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RepackGoal) GetResource() string {
@@ -449,7 +525,7 @@ type MaxPerRun struct {
 
 func (x *MaxPerRun) Reset() {
 	*x = MaxPerRun{}
-	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[5]
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -461,7 +537,7 @@ func (x *MaxPerRun) String() string {
 func (*MaxPerRun) ProtoMessage() {}
 
 func (x *MaxPerRun) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[5]
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -474,7 +550,7 @@ func (x *MaxPerRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaxPerRun.ProtoReflect.Descriptor instead.
 func (*MaxPerRun) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{5}
+	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *MaxPerRun) GetPodGroups() int32 {
@@ -501,7 +577,7 @@ type EvictionOptions struct {
 
 func (x *EvictionOptions) Reset() {
 	*x = EvictionOptions{}
-	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[6]
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -513,7 +589,7 @@ func (x *EvictionOptions) String() string {
 func (*EvictionOptions) ProtoMessage() {}
 
 func (x *EvictionOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[6]
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -526,7 +602,7 @@ func (x *EvictionOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictionOptions.ProtoReflect.Descriptor instead.
 func (*EvictionOptions) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{6}
+	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *EvictionOptions) GetGracePeriodSeconds() int64 {
@@ -554,7 +630,7 @@ type PlannerOptions struct {
 
 func (x *PlannerOptions) Reset() {
 	*x = PlannerOptions{}
-	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[7]
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -566,7 +642,7 @@ func (x *PlannerOptions) String() string {
 func (*PlannerOptions) ProtoMessage() {}
 
 func (x *PlannerOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[7]
+	mi := &file_volcano_repack_v1alpha1_spec_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -579,7 +655,7 @@ func (x *PlannerOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannerOptions.ProtoReflect.Descriptor instead.
 func (*PlannerOptions) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{7}
+	return file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PlannerOptions) GetAffectedWorkloadsWeight() float64 {
@@ -635,7 +711,7 @@ var File_volcano_repack_v1alpha1_spec_proto protoreflect.FileDescriptor
 
 const file_volcano_repack_v1alpha1_spec_proto_rawDesc = "" +
 	"\n" +
-	"\"volcano/repack/v1alpha1/spec.proto\x12\x17volcano.repack.v1alpha1\x1a&volcano/repack/v1alpha1/snapshot.proto\"\xa6\x04\n" +
+	"\"volcano/repack/v1alpha1/spec.proto\x12\x17volcano.repack.v1alpha1\x1a&volcano/repack/v1alpha1/snapshot.proto\"\xe2\x04\n" +
 	"\n" +
 	"RepackSpec\x12<\n" +
 	"\x04mode\x18\x01 \x01(\x0e2(.volcano.repack.v1alpha1.RepackSpec.ModeR\x04mode\x12:\n" +
@@ -644,13 +720,18 @@ const file_volcano_repack_v1alpha1_spec_proto_rawDesc = "" +
 	"\vmax_per_run\x18\x04 \x01(\v2\".volcano.repack.v1alpha1.MaxPerRunR\tmaxPerRun\x12D\n" +
 	"\beviction\x18\x05 \x01(\v2(.volcano.repack.v1alpha1.EvictionOptionsR\beviction\x12@\n" +
 	"\x1attl_seconds_after_finished\x18\x06 \x01(\x03H\x00R\x17ttlSecondsAfterFinished\x88\x01\x01\x12A\n" +
-	"\aplanner\x18\a \x01(\v2'.volcano.repack.v1alpha1.PlannerOptionsR\aplanner\"5\n" +
+	"\aplanner\x18\a \x01(\v2'.volcano.repack.v1alpha1.PlannerOptionsR\aplanner\x12:\n" +
+	"\x06target\x18\b \x01(\v2%.volcano.repack.v1alpha1.RepackTargetR\x03for\"5\n" +
 	"\x04Mode\x12\x14\n" +
 	"\x10MODE_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
 	"\x06DryRun\x10\x01\x12\v\n" +
 	"\aExecute\x10\x02B\x1d\n" +
-	"\x1b_ttl_seconds_after_finished\"\x94\x01\n" +
+	"\x1b_ttl_seconds_after_finished\"b\n" +
+	"\fRepackTarget\x12\x1b\n" +
+	"\tpod_group\x18\x01 \x01(\tR\bpodGroup\x12\x10\n" +
+	"\x03job\x18\x02 \x01(\tR\x03job\x12#\n" +
+	"\rmodel_serving\x18\x03 \x01(\tR\fmodelServing\"\x94\x01\n" +
 	"\vRepackScope\x12F\n" +
 	"\n" +
 	"pod_groups\x18\x01 \x01(\v2'.volcano.repack.v1alpha1.ScopeSelectionR\tpodGroups\x12=\n" +
@@ -709,40 +790,42 @@ func file_volcano_repack_v1alpha1_spec_proto_rawDescGZIP() []byte {
 }
 
 var file_volcano_repack_v1alpha1_spec_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_volcano_repack_v1alpha1_spec_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_volcano_repack_v1alpha1_spec_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_volcano_repack_v1alpha1_spec_proto_goTypes = []any{
 	(RepackSpec_Mode)(0),         // 0: volcano.repack.v1alpha1.RepackSpec.Mode
 	(PlannerOptions_Strategy)(0), // 1: volcano.repack.v1alpha1.PlannerOptions.Strategy
 	(*RepackSpec)(nil),           // 2: volcano.repack.v1alpha1.RepackSpec
-	(*RepackScope)(nil),          // 3: volcano.repack.v1alpha1.RepackScope
-	(*ScopeSelection)(nil),       // 4: volcano.repack.v1alpha1.ScopeSelection
-	(*ScopeFilter)(nil),          // 5: volcano.repack.v1alpha1.ScopeFilter
-	(*RepackGoal)(nil),           // 6: volcano.repack.v1alpha1.RepackGoal
-	(*MaxPerRun)(nil),            // 7: volcano.repack.v1alpha1.MaxPerRun
-	(*EvictionOptions)(nil),      // 8: volcano.repack.v1alpha1.EvictionOptions
-	(*PlannerOptions)(nil),       // 9: volcano.repack.v1alpha1.PlannerOptions
-	nil,                          // 10: volcano.repack.v1alpha1.MaxPerRun.ResourcesEntry
-	(*LabelSelector)(nil),        // 11: volcano.repack.v1alpha1.LabelSelector
+	(*RepackTarget)(nil),         // 3: volcano.repack.v1alpha1.RepackTarget
+	(*RepackScope)(nil),          // 4: volcano.repack.v1alpha1.RepackScope
+	(*ScopeSelection)(nil),       // 5: volcano.repack.v1alpha1.ScopeSelection
+	(*ScopeFilter)(nil),          // 6: volcano.repack.v1alpha1.ScopeFilter
+	(*RepackGoal)(nil),           // 7: volcano.repack.v1alpha1.RepackGoal
+	(*MaxPerRun)(nil),            // 8: volcano.repack.v1alpha1.MaxPerRun
+	(*EvictionOptions)(nil),      // 9: volcano.repack.v1alpha1.EvictionOptions
+	(*PlannerOptions)(nil),       // 10: volcano.repack.v1alpha1.PlannerOptions
+	nil,                          // 11: volcano.repack.v1alpha1.MaxPerRun.ResourcesEntry
+	(*LabelSelector)(nil),        // 12: volcano.repack.v1alpha1.LabelSelector
 }
 var file_volcano_repack_v1alpha1_spec_proto_depIdxs = []int32{
 	0,  // 0: volcano.repack.v1alpha1.RepackSpec.mode:type_name -> volcano.repack.v1alpha1.RepackSpec.Mode
-	3,  // 1: volcano.repack.v1alpha1.RepackSpec.scope:type_name -> volcano.repack.v1alpha1.RepackScope
-	6,  // 2: volcano.repack.v1alpha1.RepackSpec.goals:type_name -> volcano.repack.v1alpha1.RepackGoal
-	7,  // 3: volcano.repack.v1alpha1.RepackSpec.max_per_run:type_name -> volcano.repack.v1alpha1.MaxPerRun
-	8,  // 4: volcano.repack.v1alpha1.RepackSpec.eviction:type_name -> volcano.repack.v1alpha1.EvictionOptions
-	9,  // 5: volcano.repack.v1alpha1.RepackSpec.planner:type_name -> volcano.repack.v1alpha1.PlannerOptions
-	4,  // 6: volcano.repack.v1alpha1.RepackScope.pod_groups:type_name -> volcano.repack.v1alpha1.ScopeSelection
-	4,  // 7: volcano.repack.v1alpha1.RepackScope.nodes:type_name -> volcano.repack.v1alpha1.ScopeSelection
-	5,  // 8: volcano.repack.v1alpha1.ScopeSelection.include:type_name -> volcano.repack.v1alpha1.ScopeFilter
-	5,  // 9: volcano.repack.v1alpha1.ScopeSelection.exclude:type_name -> volcano.repack.v1alpha1.ScopeFilter
-	11, // 10: volcano.repack.v1alpha1.ScopeFilter.selector:type_name -> volcano.repack.v1alpha1.LabelSelector
-	10, // 11: volcano.repack.v1alpha1.MaxPerRun.resources:type_name -> volcano.repack.v1alpha1.MaxPerRun.ResourcesEntry
-	1,  // 12: volcano.repack.v1alpha1.PlannerOptions.strategy:type_name -> volcano.repack.v1alpha1.PlannerOptions.Strategy
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	4,  // 1: volcano.repack.v1alpha1.RepackSpec.scope:type_name -> volcano.repack.v1alpha1.RepackScope
+	7,  // 2: volcano.repack.v1alpha1.RepackSpec.goals:type_name -> volcano.repack.v1alpha1.RepackGoal
+	8,  // 3: volcano.repack.v1alpha1.RepackSpec.max_per_run:type_name -> volcano.repack.v1alpha1.MaxPerRun
+	9,  // 4: volcano.repack.v1alpha1.RepackSpec.eviction:type_name -> volcano.repack.v1alpha1.EvictionOptions
+	10, // 5: volcano.repack.v1alpha1.RepackSpec.planner:type_name -> volcano.repack.v1alpha1.PlannerOptions
+	3,  // 6: volcano.repack.v1alpha1.RepackSpec.target:type_name -> volcano.repack.v1alpha1.RepackTarget
+	5,  // 7: volcano.repack.v1alpha1.RepackScope.pod_groups:type_name -> volcano.repack.v1alpha1.ScopeSelection
+	5,  // 8: volcano.repack.v1alpha1.RepackScope.nodes:type_name -> volcano.repack.v1alpha1.ScopeSelection
+	6,  // 9: volcano.repack.v1alpha1.ScopeSelection.include:type_name -> volcano.repack.v1alpha1.ScopeFilter
+	6,  // 10: volcano.repack.v1alpha1.ScopeSelection.exclude:type_name -> volcano.repack.v1alpha1.ScopeFilter
+	12, // 11: volcano.repack.v1alpha1.ScopeFilter.selector:type_name -> volcano.repack.v1alpha1.LabelSelector
+	11, // 12: volcano.repack.v1alpha1.MaxPerRun.resources:type_name -> volcano.repack.v1alpha1.MaxPerRun.ResourcesEntry
+	1,  // 13: volcano.repack.v1alpha1.PlannerOptions.strategy:type_name -> volcano.repack.v1alpha1.PlannerOptions.Strategy
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_volcano_repack_v1alpha1_spec_proto_init() }
@@ -752,17 +835,17 @@ func file_volcano_repack_v1alpha1_spec_proto_init() {
 	}
 	file_volcano_repack_v1alpha1_snapshot_proto_init()
 	file_volcano_repack_v1alpha1_spec_proto_msgTypes[0].OneofWrappers = []any{}
-	file_volcano_repack_v1alpha1_spec_proto_msgTypes[4].OneofWrappers = []any{}
 	file_volcano_repack_v1alpha1_spec_proto_msgTypes[5].OneofWrappers = []any{}
 	file_volcano_repack_v1alpha1_spec_proto_msgTypes[6].OneofWrappers = []any{}
 	file_volcano_repack_v1alpha1_spec_proto_msgTypes[7].OneofWrappers = []any{}
+	file_volcano_repack_v1alpha1_spec_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_volcano_repack_v1alpha1_spec_proto_rawDesc), len(file_volcano_repack_v1alpha1_spec_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

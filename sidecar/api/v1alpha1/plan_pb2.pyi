@@ -128,16 +128,48 @@ class ExecutionResult(_message.Message):
     def __init__(self, frag_after_percent: _Optional[float] = ..., freed_node_count: _Optional[int] = ..., freed_nodes: _Optional[_Iterable[str]] = ..., moved_card_count: _Optional[float] = ..., evicted_pod_count: _Optional[int] = ..., metrics_verified: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
 
 class Plan(_message.Message):
-    __slots__ = ("summary", "moves", "freed_nodes", "candidates")
+    __slots__ = ("summary", "moves", "freed_nodes", "candidates", "target")
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     MOVES_FIELD_NUMBER: _ClassVar[int]
     FREED_NODES_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
     summary: PlanSummary
     moves: _containers.RepeatedCompositeFieldContainer[WorkloadMove]
     freed_nodes: _containers.RepeatedScalarFieldContainer[str]
     candidates: _containers.RepeatedCompositeFieldContainer[CandidateExplanation]
-    def __init__(self, summary: _Optional[_Union[PlanSummary, _Mapping]] = ..., moves: _Optional[_Iterable[_Union[WorkloadMove, _Mapping]]] = ..., freed_nodes: _Optional[_Iterable[str]] = ..., candidates: _Optional[_Iterable[_Union[CandidateExplanation, _Mapping]]] = ...) -> None: ...
+    target: TargetPlan
+    def __init__(self, summary: _Optional[_Union[PlanSummary, _Mapping]] = ..., moves: _Optional[_Iterable[_Union[WorkloadMove, _Mapping]]] = ..., freed_nodes: _Optional[_Iterable[str]] = ..., candidates: _Optional[_Iterable[_Union[CandidateExplanation, _Mapping]]] = ..., target: _Optional[_Union[TargetPlan, _Mapping]] = ...) -> None: ...
+
+class TargetPlan(_message.Message):
+    __slots__ = ("pod_group", "verdict", "min_available", "ready", "waiting", "placements", "stuck_pod_name", "message")
+    POD_GROUP_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    MIN_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    READY_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENTS_FIELD_NUMBER: _ClassVar[int]
+    STUCK_POD_NAME_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    pod_group: str
+    verdict: str
+    min_available: int
+    ready: int
+    waiting: int
+    placements: _containers.RepeatedCompositeFieldContainer[TaskPlacement]
+    stuck_pod_name: str
+    message: str
+    def __init__(self, pod_group: _Optional[str] = ..., verdict: _Optional[str] = ..., min_available: _Optional[int] = ..., ready: _Optional[int] = ..., waiting: _Optional[int] = ..., placements: _Optional[_Iterable[_Union[TaskPlacement, _Mapping]]] = ..., stuck_pod_name: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class TaskPlacement(_message.Message):
+    __slots__ = ("pod_name", "node", "pipelined")
+    POD_NAME_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    PIPELINED_FIELD_NUMBER: _ClassVar[int]
+    pod_name: str
+    node: str
+    pipelined: bool
+    def __init__(self, pod_name: _Optional[str] = ..., node: _Optional[str] = ..., pipelined: _Optional[bool] = ...) -> None: ...
 
 class PlanSummary(_message.Message):
     __slots__ = ("frag_before_percent", "frag_after_percent", "freed_node_count", "moved_card_count", "resolved_scope", "resource", "before", "after", "cost")

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from sidecar.api.v1alpha1 import snapshot_pb2 as volcano_dot_repack_dot_v1alpha1_dot_snapshot__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"volcano/repack/v1alpha1/spec.proto\x12\x17volcano.repack.v1alpha1\x1a&volcano/repack/v1alpha1/snapshot.proto\"\xdb\x03\n\nRepackSpec\x12\x36\n\x04mode\x18\x01 \x01(\x0e\x32(.volcano.repack.v1alpha1.RepackSpec.Mode\x12\x33\n\x05scope\x18\x02 \x01(\x0b\x32$.volcano.repack.v1alpha1.RepackScope\x12\x32\n\x05goals\x18\x03 \x03(\x0b\x32#.volcano.repack.v1alpha1.RepackGoal\x12\x37\n\x0bmax_per_run\x18\x04 \x01(\x0b\x32\".volcano.repack.v1alpha1.MaxPerRun\x12:\n\x08\x65viction\x18\x05 \x01(\x0b\x32(.volcano.repack.v1alpha1.EvictionOptions\x12\'\n\x1attl_seconds_after_finished\x18\x06 \x01(\x03H\x00\x88\x01\x01\x12\x38\n\x07planner\x18\x07 \x01(\x0b\x32\'.volcano.repack.v1alpha1.PlannerOptions\"5\n\x04Mode\x12\x14\n\x10MODE_UNSPECIFIED\x10\x00\x12\n\n\x06\x44ryRun\x10\x01\x12\x0b\n\x07\x45xecute\x10\x02\x42\x1d\n\x1b_ttl_seconds_after_finished\"\x82\x01\n\x0bRepackScope\x12;\n\npod_groups\x18\x01 \x01(\x0b\x32\'.volcano.repack.v1alpha1.ScopeSelection\x12\x36\n\x05nodes\x18\x02 \x01(\x0b\x32\'.volcano.repack.v1alpha1.ScopeSelection\"~\n\x0eScopeSelection\x12\x35\n\x07include\x18\x01 \x01(\x0b\x32$.volcano.repack.v1alpha1.ScopeFilter\x12\x35\n\x07\x65xclude\x18\x02 \x01(\x0b\x32$.volcano.repack.v1alpha1.ScopeFilter\"V\n\x0bScopeFilter\x12\r\n\x05names\x18\x01 \x03(\t\x12\x38\n\x08selector\x18\x02 \x01(\x0b\x32&.volcano.repack.v1alpha1.LabelSelector\"j\n\nRepackGoal\x12\x10\n\x08resource\x18\x01 \x01(\t\x12)\n\x1cmin_frag_improvement_percent\x18\x02 \x01(\x01H\x00\x88\x01\x01\x42\x1f\n\x1d_min_frag_improvement_percent\"\xab\x01\n\tMaxPerRun\x12\x17\n\npod_groups\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x44\n\tresources\x18\x02 \x03(\x0b\x32\x31.volcano.repack.v1alpha1.MaxPerRun.ResourcesEntry\x1a\x30\n\x0eResourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\r\n\x0b_pod_groups\"M\n\x0f\x45victionOptions\x12!\n\x14grace_period_seconds\x18\x01 \x01(\x03H\x00\x88\x01\x01\x42\x17\n\x15_grace_period_seconds\"\xf4\x03\n\x0ePlannerOptions\x12&\n\x19\x61\x66\x66\x65\x63ted_workloads_weight\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\'\n\x1a\x62\x65low_min_available_weight\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12&\n\x19\x61\x66\x66\x65\x63ted_resources_weight\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12#\n\x16moved_resources_weight\x18\x04 \x01(\x01H\x03\x88\x01\x01\x12\x1e\n\x11moved_pods_weight\x18\x05 \x01(\x01H\x04\x88\x01\x01\x12\x17\n\x0fscheduler_names\x18\x06 \x03(\t\x12\x42\n\x08strategy\x18\x07 \x01(\x0e\x32\x30.volcano.repack.v1alpha1.PlannerOptions.Strategy\";\n\x08Strategy\x12\x18\n\x14STRATEGY_UNSPECIFIED\x10\x00\x12\n\n\x06Greedy\x10\x01\x12\t\n\x05\x45xact\x10\x02\x42\x1c\n\x1a_affected_workloads_weightB\x1d\n\x1b_below_min_available_weightB\x1c\n\x1a_affected_resources_weightB\x19\n\x17_moved_resources_weightB\x14\n\x12_moved_pods_weightB)Z\'volcano.sh/repack/api/v1alpha1;v1alpha1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"volcano/repack/v1alpha1/spec.proto\x12\x17volcano.repack.v1alpha1\x1a&volcano/repack/v1alpha1/snapshot.proto\"\x97\x04\n\nRepackSpec\x12\x36\n\x04mode\x18\x01 \x01(\x0e\x32(.volcano.repack.v1alpha1.RepackSpec.Mode\x12\x33\n\x05scope\x18\x02 \x01(\x0b\x32$.volcano.repack.v1alpha1.RepackScope\x12\x32\n\x05goals\x18\x03 \x03(\x0b\x32#.volcano.repack.v1alpha1.RepackGoal\x12\x37\n\x0bmax_per_run\x18\x04 \x01(\x0b\x32\".volcano.repack.v1alpha1.MaxPerRun\x12:\n\x08\x65viction\x18\x05 \x01(\x0b\x32(.volcano.repack.v1alpha1.EvictionOptions\x12\'\n\x1attl_seconds_after_finished\x18\x06 \x01(\x03H\x00\x88\x01\x01\x12\x38\n\x07planner\x18\x07 \x01(\x0b\x32\'.volcano.repack.v1alpha1.PlannerOptions\x12:\n\x06target\x18\x08 \x01(\x0b\x32%.volcano.repack.v1alpha1.RepackTargetR\x03\x66or\"5\n\x04Mode\x12\x14\n\x10MODE_UNSPECIFIED\x10\x00\x12\n\n\x06\x44ryRun\x10\x01\x12\x0b\n\x07\x45xecute\x10\x02\x42\x1d\n\x1b_ttl_seconds_after_finished\"E\n\x0cRepackTarget\x12\x11\n\tpod_group\x18\x01 \x01(\t\x12\x0b\n\x03job\x18\x02 \x01(\t\x12\x15\n\rmodel_serving\x18\x03 \x01(\t\"\x82\x01\n\x0bRepackScope\x12;\n\npod_groups\x18\x01 \x01(\x0b\x32\'.volcano.repack.v1alpha1.ScopeSelection\x12\x36\n\x05nodes\x18\x02 \x01(\x0b\x32\'.volcano.repack.v1alpha1.ScopeSelection\"~\n\x0eScopeSelection\x12\x35\n\x07include\x18\x01 \x01(\x0b\x32$.volcano.repack.v1alpha1.ScopeFilter\x12\x35\n\x07\x65xclude\x18\x02 \x01(\x0b\x32$.volcano.repack.v1alpha1.ScopeFilter\"V\n\x0bScopeFilter\x12\r\n\x05names\x18\x01 \x03(\t\x12\x38\n\x08selector\x18\x02 \x01(\x0b\x32&.volcano.repack.v1alpha1.LabelSelector\"j\n\nRepackGoal\x12\x10\n\x08resource\x18\x01 \x01(\t\x12)\n\x1cmin_frag_improvement_percent\x18\x02 \x01(\x01H\x00\x88\x01\x01\x42\x1f\n\x1d_min_frag_improvement_percent\"\xab\x01\n\tMaxPerRun\x12\x17\n\npod_groups\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x44\n\tresources\x18\x02 \x03(\x0b\x32\x31.volcano.repack.v1alpha1.MaxPerRun.ResourcesEntry\x1a\x30\n\x0eResourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\r\n\x0b_pod_groups\"M\n\x0f\x45victionOptions\x12!\n\x14grace_period_seconds\x18\x01 \x01(\x03H\x00\x88\x01\x01\x42\x17\n\x15_grace_period_seconds\"\xf4\x03\n\x0ePlannerOptions\x12&\n\x19\x61\x66\x66\x65\x63ted_workloads_weight\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\'\n\x1a\x62\x65low_min_available_weight\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12&\n\x19\x61\x66\x66\x65\x63ted_resources_weight\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12#\n\x16moved_resources_weight\x18\x04 \x01(\x01H\x03\x88\x01\x01\x12\x1e\n\x11moved_pods_weight\x18\x05 \x01(\x01H\x04\x88\x01\x01\x12\x17\n\x0fscheduler_names\x18\x06 \x03(\t\x12\x42\n\x08strategy\x18\x07 \x01(\x0e\x32\x30.volcano.repack.v1alpha1.PlannerOptions.Strategy\";\n\x08Strategy\x12\x18\n\x14STRATEGY_UNSPECIFIED\x10\x00\x12\n\n\x06Greedy\x10\x01\x12\t\n\x05\x45xact\x10\x02\x42\x1c\n\x1a_affected_workloads_weightB\x1d\n\x1b_below_min_available_weightB\x1c\n\x1a_affected_resources_weightB\x19\n\x17_moved_resources_weightB\x14\n\x12_moved_pods_weightB)Z\'volcano.sh/repack/api/v1alpha1;v1alpha1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,25 +36,27 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MAXPERRUN_RESOURCESENTRY']._loaded_options = None
   _globals['_MAXPERRUN_RESOURCESENTRY']._serialized_options = b'8\001'
   _globals['_REPACKSPEC']._serialized_start=104
-  _globals['_REPACKSPEC']._serialized_end=579
-  _globals['_REPACKSPEC_MODE']._serialized_start=495
-  _globals['_REPACKSPEC_MODE']._serialized_end=548
-  _globals['_REPACKSCOPE']._serialized_start=582
-  _globals['_REPACKSCOPE']._serialized_end=712
-  _globals['_SCOPESELECTION']._serialized_start=714
-  _globals['_SCOPESELECTION']._serialized_end=840
-  _globals['_SCOPEFILTER']._serialized_start=842
-  _globals['_SCOPEFILTER']._serialized_end=928
-  _globals['_REPACKGOAL']._serialized_start=930
-  _globals['_REPACKGOAL']._serialized_end=1036
-  _globals['_MAXPERRUN']._serialized_start=1039
-  _globals['_MAXPERRUN']._serialized_end=1210
-  _globals['_MAXPERRUN_RESOURCESENTRY']._serialized_start=1147
-  _globals['_MAXPERRUN_RESOURCESENTRY']._serialized_end=1195
-  _globals['_EVICTIONOPTIONS']._serialized_start=1212
-  _globals['_EVICTIONOPTIONS']._serialized_end=1289
-  _globals['_PLANNEROPTIONS']._serialized_start=1292
-  _globals['_PLANNEROPTIONS']._serialized_end=1792
-  _globals['_PLANNEROPTIONS_STRATEGY']._serialized_start=1593
-  _globals['_PLANNEROPTIONS_STRATEGY']._serialized_end=1652
+  _globals['_REPACKSPEC']._serialized_end=639
+  _globals['_REPACKSPEC_MODE']._serialized_start=555
+  _globals['_REPACKSPEC_MODE']._serialized_end=608
+  _globals['_REPACKTARGET']._serialized_start=641
+  _globals['_REPACKTARGET']._serialized_end=710
+  _globals['_REPACKSCOPE']._serialized_start=713
+  _globals['_REPACKSCOPE']._serialized_end=843
+  _globals['_SCOPESELECTION']._serialized_start=845
+  _globals['_SCOPESELECTION']._serialized_end=971
+  _globals['_SCOPEFILTER']._serialized_start=973
+  _globals['_SCOPEFILTER']._serialized_end=1059
+  _globals['_REPACKGOAL']._serialized_start=1061
+  _globals['_REPACKGOAL']._serialized_end=1167
+  _globals['_MAXPERRUN']._serialized_start=1170
+  _globals['_MAXPERRUN']._serialized_end=1341
+  _globals['_MAXPERRUN_RESOURCESENTRY']._serialized_start=1278
+  _globals['_MAXPERRUN_RESOURCESENTRY']._serialized_end=1326
+  _globals['_EVICTIONOPTIONS']._serialized_start=1343
+  _globals['_EVICTIONOPTIONS']._serialized_end=1420
+  _globals['_PLANNEROPTIONS']._serialized_start=1423
+  _globals['_PLANNEROPTIONS']._serialized_end=1923
+  _globals['_PLANNEROPTIONS_STRATEGY']._serialized_start=1724
+  _globals['_PLANNEROPTIONS_STRATEGY']._serialized_end=1783
 # @@protoc_insertion_point(module_scope)

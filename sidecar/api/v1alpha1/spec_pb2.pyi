@@ -9,7 +9,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class RepackSpec(_message.Message):
-    __slots__ = ("mode", "scope", "goals", "max_per_run", "eviction", "ttl_seconds_after_finished", "planner")
+    __slots__ = ("mode", "scope", "goals", "max_per_run", "eviction", "ttl_seconds_after_finished", "planner", "target")
     class Mode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         MODE_UNSPECIFIED: _ClassVar[RepackSpec.Mode]
@@ -25,6 +25,7 @@ class RepackSpec(_message.Message):
     EVICTION_FIELD_NUMBER: _ClassVar[int]
     TTL_SECONDS_AFTER_FINISHED_FIELD_NUMBER: _ClassVar[int]
     PLANNER_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
     mode: RepackSpec.Mode
     scope: RepackScope
     goals: _containers.RepeatedCompositeFieldContainer[RepackGoal]
@@ -32,7 +33,18 @@ class RepackSpec(_message.Message):
     eviction: EvictionOptions
     ttl_seconds_after_finished: int
     planner: PlannerOptions
-    def __init__(self, mode: _Optional[_Union[RepackSpec.Mode, str]] = ..., scope: _Optional[_Union[RepackScope, _Mapping]] = ..., goals: _Optional[_Iterable[_Union[RepackGoal, _Mapping]]] = ..., max_per_run: _Optional[_Union[MaxPerRun, _Mapping]] = ..., eviction: _Optional[_Union[EvictionOptions, _Mapping]] = ..., ttl_seconds_after_finished: _Optional[int] = ..., planner: _Optional[_Union[PlannerOptions, _Mapping]] = ...) -> None: ...
+    target: RepackTarget
+    def __init__(self, mode: _Optional[_Union[RepackSpec.Mode, str]] = ..., scope: _Optional[_Union[RepackScope, _Mapping]] = ..., goals: _Optional[_Iterable[_Union[RepackGoal, _Mapping]]] = ..., max_per_run: _Optional[_Union[MaxPerRun, _Mapping]] = ..., eviction: _Optional[_Union[EvictionOptions, _Mapping]] = ..., ttl_seconds_after_finished: _Optional[int] = ..., planner: _Optional[_Union[PlannerOptions, _Mapping]] = ..., target: _Optional[_Union[RepackTarget, _Mapping]] = ...) -> None: ...
+
+class RepackTarget(_message.Message):
+    __slots__ = ("pod_group", "job", "model_serving")
+    POD_GROUP_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    MODEL_SERVING_FIELD_NUMBER: _ClassVar[int]
+    pod_group: str
+    job: str
+    model_serving: str
+    def __init__(self, pod_group: _Optional[str] = ..., job: _Optional[str] = ..., model_serving: _Optional[str] = ...) -> None: ...
 
 class RepackScope(_message.Message):
     __slots__ = ("pod_groups", "nodes")
