@@ -8,6 +8,9 @@
   the same run is the planner with every kernel switched off (REPACK_KERNELS=python's paths).
 * replayed traces (openb default at 60/70/80% cards, dlrm at 70%; --no-traces skips them): median
   Plan in process, goals <= 50 ms (openb) and <= 300 ms (dlrm), with the kernels-off ratio.
+* targeted runs (spec.for) on the openb default list at 70% cards plus a waiting gang of 1, 2, 4 and
+  8 whole-node pods (8 cards each): median Plan in process, goal <= 100 ms, next to the guide's
+  untargeted Plan on the same snapshot.
 * synth 10,000 nodes / 100,000 tasks: median end-to-end Plan over loopback with the snapshot
   inline (send + validate + columns + plan + answer). Goal <= 1 s (one scheduling period).
 * 1,000 PodDisruptionBudgets at 10k nodes: Plan time ratio, goal <= 1.10.
@@ -31,7 +34,7 @@ import numpy as np
 
 from bench.common import machine, median_seconds, save
 from bench.decode import build
-from bench.shapes import TRACES, openb_available, openb_shaped
+from bench.shapes import TRACES, openb_available, openb_shaped, with_waiting_gang
 from sidecar import dispatch, logs
 from sidecar.api.v1alpha1 import service_pb2, service_pb2_grpc, snapshot_pb2, spec_pb2
 from sidecar.client import client_options
@@ -45,6 +48,7 @@ from sidecar.snapshot.state import ClusterState
 OPENB_GOAL_MS = 50.0  # in process
 OPENB_RPC_GOAL_MS = 100.0  # over loopback, on a session
 DLRM_GOAL_MS = 300.0
+TARGETED_GOAL_MS = 100.0
 TENK_GOAL_S = 1.0
 TWENTYK_GOAL_S = 2.0
 FLAT_GOAL = 1.25  # largest / smallest ms per freed node over the curve
@@ -106,6 +110,35 @@ def traces(repeats: int) -> list[dict[str, object]]:
             f"goal <= {goal:.0f} ms {mark(t['cold_ms'] <= goal)}"
         )
         rows.append({"scenario": title, "nodes": state.n_nodes, "freed": freed, "goal_ms": goal, **t})
+    return rows
+
+
+def targeted(repeats: int) -> list[dict[str, object]]:
+    """The targeted Plan for a waiting whole-node gang on openb at 70% cards, by gang size."""
+    from sidecar.scenarios.traces import Stop, openb_pods, replay
+
+    pods, times = openb_pods(TRACES / "openb", "openb_pod_list_default.csv")
+    base, _ = replay(pods, times, Stop(at_fill=0.7))
+    guide = decode(base)
+    untargeted, _ = median_seconds(lambda: Planner(Mirror(guide), validate(dryrun())).plan(), max(3, repeats))
+    print(f"  targeted runs, openb default at 70% cards (the guide's untargeted Plan: {untargeted * 1e3:.0f} ms):")
+    rows: list[dict[str, object]] = []
+    for size in (1, 2, 4, 8):
+        state = decode(with_waiting_gang(base, "waiting", size, 8))
+        spec = dryrun()
+        spec.target.pod_group = "openb/waiting"
+        run = validate(spec)
+        seconds, _ = median_seconds(lambda state=state, run=run: Planner(Mirror(state), run).plan(), max(3, repeats))
+        result = Planner(Mirror(state), run).plan()
+        assert result.target is not None
+        ms = seconds * 1e3
+        print(
+            f"    gang of {size} x 8 cards: {result.target.verdict}, {len(result.freed)} nodes freed, "
+            f"{len(result.moves)} pods moved: {ms:.1f} ms "
+            f"goal <= {TARGETED_GOAL_MS:.0f} ms {mark(ms <= TARGETED_GOAL_MS)}"
+        )
+        rows.append({"gang": size, "verdict": str(result.target.verdict), "freed": len(result.freed),
+                     "moved": len(result.moves), "ms": ms, "untargeted_ms": untargeted * 1e3})  # fmt: skip
     return rows
 
 
@@ -209,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             results["openb"] = {**t, "rpc_ms": rpc * 1e3, "freed": len(result.freed)}
             if ns.traces:
                 results["traces"] = traces(ns.repeats)
+                results["targeted"] = targeted(ns.repeats)
         else:
             print(f"  openb-shaped and traces: skipped, {TRACES} is not here (set REPACK_TRACES)")
         big = build(ns.tenk_nodes, 10 * ns.tenk_nodes, 1)

@@ -91,3 +91,24 @@ def openb_shaped(seed: int = 1, fill: float = 0.75) -> pb.Snapshot:
             requests=(cpu, mem, n_gpu * 1000.0),
         )
     return table.finish()
+
+
+def with_waiting_gang(
+    snap: pb.Snapshot, name: str, size: int, cards: float, resource: str = "nvidia.com/gpu", namespace: str = "openb"
+) -> pb.Snapshot:
+    """``snap`` plus a Volcano gang that waits: ``size`` Pending pods of ``cards`` cards each in
+    PodGroup ``namespace/name`` (minMember ``size``, Inqueue), the job a targeted run makes room for."""
+    out = pb.Snapshot()
+    out.CopyFrom(snap)
+    out.pod_groups.add(namespace=namespace, name=name, min_member=size, phase="Inqueue")
+    for k in range(size):
+        out.tasks.add(
+            uid=f"{namespace}-{name}-{k}",
+            namespace=namespace,
+            name=f"{name}-worker-{k}",
+            status=pb.Task.Pending,
+            pod_group=name,
+            requests={"cpu": 8000.0, "memory": 32.0 * 2**30, resource: cards * 1000.0},
+            profile=pb.TaskProfile(scheduler_name="volcano"),
+        )
+    return out
