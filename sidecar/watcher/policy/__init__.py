@@ -1,0 +1,1 @@
+"""RepackPolicy: runs created on a schedule or for a waiting job."""
