@@ -22,6 +22,7 @@ from sidecar.fake.cluster import FakeCluster
 from sidecar.fake.objects import objects_from_snapshot
 from sidecar.fake.plane import ControlPlane, PlaneConfig
 from sidecar.snapshot.io import load_snapshot
+from sidecar.snapshot.kube import GROUP_NAME
 from sidecar.watcher.execute.reconciler import ExecuteReconciler
 from sidecar.watcher.gate.index import GateIndex, owner_from
 from sidecar.watcher.kit.port import EVENTS, PODGROUPS, PODS, REPACKRUNS
@@ -147,6 +148,41 @@ def guide_box(
         yield Box(cluster, plane, threads)
     finally:
         plane.stop()
+
+
+def waiting_job(cluster: FakeCluster, name: str, size: int, cards: int, *, namespace: str = NS) -> list[str]:
+    """A Volcano Job's gang as its controller creates it once the PodGroup is Inqueue: the PodGroup
+    (minMember ``size``) and ``size`` pending workers of ``cards`` NPUs each, in the Ascend pool.
+    Returns the workers' names."""
+    owner = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": name}
+    owner |= {"uid": f"job-{name}", "controller": True}
+    cluster.create(PODGROUPS, {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace, "ownerReferences": [owner]},
+        "spec": {"minMember": size, "queue": "default"},
+        "status": {"phase": "Inqueue"},
+    })  # fmt: skip
+    names = [f"{name}-worker-{i}" for i in range(size)]
+    for pod in names:
+        meta = {
+            "name": pod,
+            "namespace": namespace,
+            "labels": {"volcano.sh/job-name": name, "workload-type": "training"},
+            "annotations": {GROUP_NAME: name},
+            "ownerReferences": [owner],
+        }
+        trainer = {"name": "trainer", "image": "alpine:3.20",
+                   "resources": {"requests": {NPU: str(cards)}, "limits": {NPU: str(cards)}}}  # fmt: skip
+        spec = {
+            "schedulerName": "volcano",
+            "nodeSelector": {"accelerator-pool": "ascend-npu"},
+            "restartPolicy": "Never",
+        }
+        cluster.create(
+            PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {**spec, "containers": [trainer]}}
+        )
+    return names
 
 
 def relocation(run: Obj, pod: str) -> Obj:

@@ -53,6 +53,7 @@ class Reason(StrEnum):
     TARGET_ALREADY_RUNNING = "TargetAlreadyRunning"
     TARGET_FITS_NOW = "TargetFitsWithoutRepack"
     TARGET_DOES_NOT_FIT = "TargetDoesNotFit"
+    TARGET_DELETED = "TargetDeleted"
     # outcome (Complete / Failed)
     EXECUTION_COMPLETED = "ExecutionCompleted"
     EXECUTION_COMPLETED_ELSEWHERE = "ExecutionCompletedWithAlternativePlacement"
@@ -68,6 +69,30 @@ class TargetVerdict(StrEnum):
     FITS_NOW = "FitsNow"
     FITS = "Fits"
     DOES_NOT_FIT = "DoesNotFit"
+
+
+class TargetPhase(StrEnum):
+    """``status.target.phase``: a targeted Execute run's workload."""
+
+    WAITING = "Waiting"
+    NOMINATED = "Nominated"
+    STARTED = "Started"
+    DELETED = "Deleted"
+    NOT_STARTED = "NotStarted"
+
+
+#: target phases a run does not leave
+TARGET_SETTLED = (TargetPhase.STARTED, TargetPhase.DELETED, TargetPhase.NOT_STARTED)
+
+
+class NominationPhase(StrEnum):
+    """``status.target.nominations[].phase``."""
+
+    PENDING = "Pending"
+    NOMINATED = "Nominated"
+    BOUND = "Bound"
+    BOUND_ELSEWHERE = "BoundElsewhere"
+    GONE = "Gone"
 
 
 class EvictionPhase(StrEnum):

@@ -26,6 +26,8 @@ occupied, and putting a pod there would light it up again -- the fragment only m
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 import numpy.typing as npt
 
@@ -79,14 +81,16 @@ def holding_nodes(state: ClusterState, resource: int, task_node: I32 | None = No
     return out
 
 
-def holding_node_names(state: ClusterState, resource: str, skip_uid: str = "") -> set[str]:
+def holding_node_names(state: ClusterState, resource: str, skip: Collection[str] = ()) -> set[str]:
     """Names of the nodes holding ``resource`` (a name; none when no task or node mentions it),
-    leaving out the task with UID ``skip_uid``: Execute's question about a decoded snapshot."""
+    leaving out the tasks with UIDs in ``skip``: Execute's question about a decoded snapshot (a
+    replacement being placed; a targeted run's workload, which lands on the nodes it freed)."""
     if not state.has_resource(resource):
         return set()
     r = state.resource(resource)
     nodes = state.task_node
-    if skip_uid:
+    if skip:
+        wanted = set(skip)
         nodes = nodes.copy()
-        nodes[[i for i, uid in enumerate(state.task_uid) if uid == skip_uid]] = -1
+        nodes[[i for i, uid in enumerate(state.task_uid) if uid in wanted]] = -1
     return {state.node_names[n] for n in np.flatnonzero(holding_nodes(state, r, nodes)).tolist()}

@@ -17,7 +17,15 @@ import pytest
 import yaml
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from sidecar.api.repackrun import EvictionPhase, Mode, Phase, PlacementPhase, TargetVerdict
+from sidecar.api.repackrun import (
+    EvictionPhase,
+    Mode,
+    NominationPhase,
+    Phase,
+    PlacementPhase,
+    TargetPhase,
+    TargetVerdict,
+)
 from sidecar.api.v1alpha1 import plan_pb2, spec_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,6 +112,8 @@ def test_the_object_holds_spec_and_status_only() -> None:
         ("status.relocations[].eviction.phase", EvictionPhase),
         ("status.relocations[].placement.phase", PlacementPhase),
         ("status.plan.target.verdict", TargetVerdict),
+        ("status.target.phase", TargetPhase),
+        ("status.target.nominations[].phase", NominationPhase),
     ],
 )
 def test_the_runs_vocabulary_is_the_crds_enums(path: str, words: Any) -> None:

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sidecar.api.repackrun import Reason, TargetVerdict
-from sidecar.api.v1alpha1 import plan_pb2
+from sidecar.api.v1alpha1 import plan_pb2, spec_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
-from sidecar.api.v1alpha1 import spec_pb2
 from sidecar.errors import InputError
 from sidecar.mirror.core import Mirror
 from sidecar.repack.planner import Planner

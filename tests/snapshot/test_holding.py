@@ -55,7 +55,7 @@ def test_execute_form_reads_both_task_forms_and_skips_a_uid() -> None:
     on = np.bincount(state.task_node[(state.task_req[:, g] > 0) & (state.task_node >= 0)], minlength=state.n_nodes)
     lone = next(n for n in range(state.n_nodes) if on[n] == 1)
     (t,) = np.flatnonzero((state.task_node == lone) & (state.task_req[:, g] > 0))
-    assert holding_node_names(state, GPU, skip_uid=state.task_uid[t]) == names - {state.node_names[lone]}
+    assert holding_node_names(state, GPU, skip=[state.task_uid[t]]) == names - {state.node_names[lone]}
 
 
 def users(state: ClusterState, resource: str = GPU) -> dict[str, list[bool]]:

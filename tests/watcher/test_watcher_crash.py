@@ -6,8 +6,9 @@ k-th label, the hook raises (the process "dies" right after that write or call),
 reconciler finishes the run, all on the fake cluster port. Each time: no victim was evicted twice
 (the fake's audit counts eviction requests, whatever their answer), every relocation is there and
 terminal, the run Succeeded with its node freed. Scenarios: the guide's VCJob move with its rebuilt
-pods admitted behind the placement gate, and a ModelServing ServingGroup rebuilt under a new
-PodGroup (no gate).
+pods admitted behind the placement gate, a ModelServing ServingGroup rebuilt under a new
+PodGroup (no gate), and a targeted run (spec.for) whose waiting job is nominated to the freed node
+and followed until it runs (its nominations journaled before they are sent).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 from sidecar.watcher.execute.reconciler import ExecuteOptions, ExecuteReconciler
 from sidecar.watcher.kit.port import PODS
 from sidecar.watcher.sidecarport import InProcessSidecar
-from tests.execute_fixtures import NPU, NS, Box, execute_run, guide_box
+from tests.execute_fixtures import NPU, NS, Box, execute_run, guide_box, waiting_job
 
 NAME = "ascend-execute-001"
 PLANNER = InProcessSidecar()
@@ -29,11 +30,19 @@ SERVING = {
         "nodes": {"include": {"selector": {"matchLabels": {"accelerator-pool": "ascend-npu"}}}},
     }
 }
+TARGETED = {"for": {"job": f"{NS}/whole-node"}}
 #: the run's spec changes, and whether rebuilt pods are admitted behind the placement gate
 SCENARIOS: dict[str, tuple[dict[str, Any], bool]] = {
     "vcjob-gated": ({}, True),
     "modelserving": (SERVING, False),
+    "targeted-gated": (TARGETED, True),
 }
+
+
+def setup(box: Box, spec: dict[str, Any]) -> None:
+    """A targeted scenario's waiting job (one 4-NPU worker: the guide's nodes hold 2 + 2 + 2)."""
+    if "for" in spec:
+        waiting_job(box.cluster, "whole-node", 1, 4)
 
 
 #: the step sequence must not depend on the machine's speed: placements of a pass are journaled in
@@ -48,6 +57,7 @@ class Crash(Exception):
 def happy_path(spec: dict[str, Any], gates: bool) -> list[str]:
     labels: list[str] = []
     with guide_box(gates=gates) as box:
+        setup(box, spec)
         box.create_run(execute_run(NAME, **spec))
         assert (
             box.drive(ExecuteReconciler(box.cluster, PLANNER, options=STEPWISE, crash=labels.append), NAME)
@@ -68,10 +78,17 @@ def check_finished(box: Box, where: str) -> None:
         assert r["placement"]["replacementPodUID"] not in ("", r["victimPodUID"]), where
     evictions = box.evictions()
     assert all(n == 1 for n in evictions.values()) and set(evictions) <= set(planned), (where, evictions)
+    workload = {n["podName"] for n in (status.get("target") or {}).get("nominations", [])}
     for node in status["plan"]["freedNodes"]:
         pods = [p for p in box.cluster.items(PODS) if p["spec"].get("nodeName") == node]
         requests = [(p["metadata"]["name"], p["spec"]["containers"][0].get("resources", {})) for p in pods]
-        assert not [name for name, res in requests if NPU in (res.get("requests") or {})], where
+        holders = [name for name, res in requests if NPU in (res.get("requests") or {})]
+        assert set(holders) <= workload, where  # a targeted run's workload lands there
+    if "target" in status:
+        assert status["target"]["phase"] == "Started", (where, status["target"])
+        nominated = {n["podName"]: n["nodeName"] for n in status["target"]["nominations"]}
+        for pod, node in nominated.items():
+            assert box.pod(pod)["spec"]["nodeName"] == node, where
     assert status["result"]["freedNodes"] == status["plan"]["freedNodes"], where
     assert status["result"]["metricsVerified"] is True, where
 
@@ -90,6 +107,7 @@ def crash_at_every_step(spec: dict[str, Any], gates: bool) -> None:
     for k, label in enumerate(happy):
         where = f"crash after step {k} ({label})"
         with guide_box(gates=gates) as box:
+            setup(box, spec)
             box.create_run(execute_run(NAME, **spec))
             seen: list[str] = []
 

@@ -17,7 +17,7 @@ from sidecar.snapshot.kube import GROUP_NAME
 from sidecar.watcher.execute.placement import PLACEMENT_GATE
 from sidecar.watcher.execute.reconciler import ExecuteOptions, ExecuteReconciler
 from sidecar.watcher.kit.cache import read_cluster
-from sidecar.watcher.kit.port import PODGROUPS, PODS
+from sidecar.watcher.kit.port import PODS
 from sidecar.watcher.sidecarport import InProcessSidecar, Sidecar
 from tests.execute_fixtures import (
     NPU,
@@ -31,6 +31,7 @@ from tests.execute_fixtures import (
     guide_box,
     relocation,
     true_reasons,
+    waiting_job,
 )
 
 NAME = "ascend-execute-001"
@@ -108,37 +109,7 @@ def test_the_guides_execute_run_frees_ascend_node_01(sidecar: Sidecar) -> None:
 def large_training(box: Box) -> list[str]:
     """The guide's Step 7 job as its controller would create it: a PodGroup of minMember 2 and two
     workers of 4 NPUs each, in the Ascend pool."""
-    owner = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "ascend-large-training"}
-    owner |= {"uid": "job-ascend-large-training", "controller": True}
-    group = {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": "ascend-large-training", "namespace": NS, "ownerReferences": [owner]},
-        "spec": {"minMember": 2, "queue": "default"},
-    }
-    box.cluster.create(PODGROUPS, group)
-    names = [f"ascend-large-training-worker-{i}" for i in range(2)]
-    for name in names:
-        meta = {
-            "name": name,
-            "namespace": NS,
-            "labels": {"volcano.sh/job-name": "ascend-large-training", "workload-type": "training"},
-            "annotations": {GROUP_NAME: "ascend-large-training"},
-            "ownerReferences": [owner],
-        }
-        trainer = {
-            "name": "trainer",
-            "image": "alpine:3.20",
-            "resources": {"requests": {NPU: "4"}, "limits": {NPU: "4"}},
-        }
-        spec = {
-            "schedulerName": "volcano",
-            "nodeSelector": {"accelerator-pool": "ascend-npu"},
-            "restartPolicy": "Never",
-        }
-        box.cluster.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-                                  "spec": {**spec, "containers": [trainer]}})  # fmt: skip
-    return names
+    return waiting_job(box.cluster, "ascend-large-training", 2, 4)
 
 
 def test_step7_the_8_card_gang_binds_on_the_freed_node() -> None:

@@ -174,7 +174,10 @@ type RepackStatus struct {
 	// (where the scheduler bound the rebuilt pod).
 	Relocations []*Relocation `protobuf:"bytes,8,rep,name=relocations,proto3" json:"relocations,omitempty"`
 	// What an Execute run actually achieved, measured after the moves.
-	Result        *ExecutionResult `protobuf:"bytes,9,opt,name=result,proto3" json:"result,omitempty"`
+	Result *ExecutionResult `protobuf:"bytes,9,opt,name=result,proto3" json:"result,omitempty"`
+	// A targeted Execute run's record of its workload (spec.for): journaled with the relocations,
+	// before the first eviction.
+	Target        *TargetProgress `protobuf:"bytes,10,opt,name=target,proto3" json:"target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -272,6 +275,175 @@ func (x *RepackStatus) GetResult() *ExecutionResult {
 	return nil
 }
 
+func (x *RepackStatus) GetTarget() *TargetProgress {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+// What a targeted Execute run did for its workload: the PodGroup (by UID: a group recreated under
+// the same name is not the target), and one nomination per pod of the plan's target placements,
+// each journaled before its nominatedNodeName is written.
+type TargetProgress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// namespace/name.
+	PodGroup    string `protobuf:"bytes,1,opt,name=pod_group,json=podGroup,proto3" json:"pod_group,omitempty"`
+	PodGroupUid string `protobuf:"bytes,2,opt,name=pod_group_uid,json=podGroupUID,proto3" json:"pod_group_uid,omitempty"`
+	// Waiting (for the evictions), Nominated, Started (every nominated pod bound), Deleted (the
+	// PodGroup went away during the run) or NotStarted (not started by the execution deadline).
+	Phase         string              `protobuf:"bytes,3,opt,name=phase,proto3" json:"phase,omitempty"`
+	Nominations   []*TargetNomination `protobuf:"bytes,4,rep,name=nominations,proto3" json:"nominations,omitempty"`
+	Message       string              `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TargetProgress) Reset() {
+	*x = TargetProgress{}
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TargetProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TargetProgress) ProtoMessage() {}
+
+func (x *TargetProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TargetProgress.ProtoReflect.Descriptor instead.
+func (*TargetProgress) Descriptor() ([]byte, []int) {
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *TargetProgress) GetPodGroup() string {
+	if x != nil {
+		return x.PodGroup
+	}
+	return ""
+}
+
+func (x *TargetProgress) GetPodGroupUid() string {
+	if x != nil {
+		return x.PodGroupUid
+	}
+	return ""
+}
+
+func (x *TargetProgress) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *TargetProgress) GetNominations() []*TargetNomination {
+	if x != nil {
+		return x.Nominations
+	}
+	return nil
+}
+
+func (x *TargetProgress) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type TargetNomination struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	PodName string                 `protobuf:"bytes,1,opt,name=pod_name,json=podName,proto3" json:"pod_name,omitempty"`
+	// The pod's UID when it was nominated (a pod recreated under the name is not re-nominated).
+	PodUid string `protobuf:"bytes,2,opt,name=pod_uid,json=podUID,proto3" json:"pod_uid,omitempty"`
+	// The node of the plan, written to the pod's status.nominatedNodeName.
+	NodeName string `protobuf:"bytes,3,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	// Where the scheduler bound it.
+	ActualNodeName string `protobuf:"bytes,4,opt,name=actual_node_name,json=actualNodeName,proto3" json:"actual_node_name,omitempty"`
+	// Pending (journaled), Nominated, Bound (on node_name), BoundElsewhere or Gone.
+	Phase         string `protobuf:"bytes,5,opt,name=phase,proto3" json:"phase,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TargetNomination) Reset() {
+	*x = TargetNomination{}
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TargetNomination) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TargetNomination) ProtoMessage() {}
+
+func (x *TargetNomination) ProtoReflect() protoreflect.Message {
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TargetNomination.ProtoReflect.Descriptor instead.
+func (*TargetNomination) Descriptor() ([]byte, []int) {
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *TargetNomination) GetPodName() string {
+	if x != nil {
+		return x.PodName
+	}
+	return ""
+}
+
+func (x *TargetNomination) GetPodUid() string {
+	if x != nil {
+		return x.PodUid
+	}
+	return ""
+}
+
+func (x *TargetNomination) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *TargetNomination) GetActualNodeName() string {
+	if x != nil {
+		return x.ActualNodeName
+	}
+	return ""
+}
+
+func (x *TargetNomination) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
 // One pod an Execute run moves: the journal's record, written before the pod is evicted. It names
 // the victim by UID (an eviction can never hit the rebuilt pod that reuses the name) and its
 // workload by owner UID (a ModelServing rebuilt under a new PodGroup is still recognised), and
@@ -306,7 +478,7 @@ type Relocation struct {
 
 func (x *Relocation) Reset() {
 	*x = Relocation{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[2]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -318,7 +490,7 @@ func (x *Relocation) String() string {
 func (*Relocation) ProtoMessage() {}
 
 func (x *Relocation) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[2]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -331,7 +503,7 @@ func (x *Relocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Relocation.ProtoReflect.Descriptor instead.
 func (*Relocation) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{2}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Relocation) GetNamespace() string {
@@ -425,7 +597,7 @@ type EvictionRecord struct {
 
 func (x *EvictionRecord) Reset() {
 	*x = EvictionRecord{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[3]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -437,7 +609,7 @@ func (x *EvictionRecord) String() string {
 func (*EvictionRecord) ProtoMessage() {}
 
 func (x *EvictionRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[3]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -450,7 +622,7 @@ func (x *EvictionRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictionRecord.ProtoReflect.Descriptor instead.
 func (*EvictionRecord) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{3}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *EvictionRecord) GetPhase() string {
@@ -500,7 +672,7 @@ type PlacementRecord struct {
 
 func (x *PlacementRecord) Reset() {
 	*x = PlacementRecord{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[4]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -512,7 +684,7 @@ func (x *PlacementRecord) String() string {
 func (*PlacementRecord) ProtoMessage() {}
 
 func (x *PlacementRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[4]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -525,7 +697,7 @@ func (x *PlacementRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementRecord.ProtoReflect.Descriptor instead.
 func (*PlacementRecord) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{4}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PlacementRecord) GetPhase() string {
@@ -592,7 +764,7 @@ type ExecutionResult struct {
 
 func (x *ExecutionResult) Reset() {
 	*x = ExecutionResult{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[5]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -604,7 +776,7 @@ func (x *ExecutionResult) String() string {
 func (*ExecutionResult) ProtoMessage() {}
 
 func (x *ExecutionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[5]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -617,7 +789,7 @@ func (x *ExecutionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionResult.ProtoReflect.Descriptor instead.
 func (*ExecutionResult) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{5}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ExecutionResult) GetFragAfterPercent() float64 {
@@ -684,7 +856,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[6]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -696,7 +868,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[6]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -709,7 +881,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{6}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Plan) GetSummary() *PlanSummary {
@@ -770,7 +942,7 @@ type TargetPlan struct {
 
 func (x *TargetPlan) Reset() {
 	*x = TargetPlan{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[7]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -782,7 +954,7 @@ func (x *TargetPlan) String() string {
 func (*TargetPlan) ProtoMessage() {}
 
 func (x *TargetPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[7]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -795,7 +967,7 @@ func (x *TargetPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TargetPlan.ProtoReflect.Descriptor instead.
 func (*TargetPlan) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{7}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TargetPlan) GetPodGroup() string {
@@ -866,7 +1038,7 @@ type TaskPlacement struct {
 
 func (x *TaskPlacement) Reset() {
 	*x = TaskPlacement{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[8]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -878,7 +1050,7 @@ func (x *TaskPlacement) String() string {
 func (*TaskPlacement) ProtoMessage() {}
 
 func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[8]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -891,7 +1063,7 @@ func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskPlacement.ProtoReflect.Descriptor instead.
 func (*TaskPlacement) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{8}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TaskPlacement) GetPodName() string {
@@ -937,7 +1109,7 @@ type PlanSummary struct {
 
 func (x *PlanSummary) Reset() {
 	*x = PlanSummary{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[9]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -949,7 +1121,7 @@ func (x *PlanSummary) String() string {
 func (*PlanSummary) ProtoMessage() {}
 
 func (x *PlanSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[9]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -962,7 +1134,7 @@ func (x *PlanSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanSummary.ProtoReflect.Descriptor instead.
 func (*PlanSummary) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{9}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PlanSummary) GetFragBeforePercent() float64 {
@@ -1042,7 +1214,7 @@ type PlanCost struct {
 
 func (x *PlanCost) Reset() {
 	*x = PlanCost{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[10]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1226,7 @@ func (x *PlanCost) String() string {
 func (*PlanCost) ProtoMessage() {}
 
 func (x *PlanCost) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[10]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1239,7 @@ func (x *PlanCost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanCost.ProtoReflect.Descriptor instead.
 func (*PlanCost) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{10}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PlanCost) GetAffectedWorkloads() int32 {
@@ -1115,7 +1287,7 @@ type ResolvedScope struct {
 
 func (x *ResolvedScope) Reset() {
 	*x = ResolvedScope{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[11]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1127,7 +1299,7 @@ func (x *ResolvedScope) String() string {
 func (*ResolvedScope) ProtoMessage() {}
 
 func (x *ResolvedScope) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[11]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1140,7 +1312,7 @@ func (x *ResolvedScope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvedScope.ProtoReflect.Descriptor instead.
 func (*ResolvedScope) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{11}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ResolvedScope) GetPodGroupCount() int32 {
@@ -1170,7 +1342,7 @@ type WorkloadMove struct {
 
 func (x *WorkloadMove) Reset() {
 	*x = WorkloadMove{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[12]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1354,7 @@ func (x *WorkloadMove) String() string {
 func (*WorkloadMove) ProtoMessage() {}
 
 func (x *WorkloadMove) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[12]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,7 +1367,7 @@ func (x *WorkloadMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadMove.ProtoReflect.Descriptor instead.
 func (*WorkloadMove) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{12}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WorkloadMove) GetNamespace() string {
@@ -1246,7 +1418,7 @@ type WorkloadOwner struct {
 
 func (x *WorkloadOwner) Reset() {
 	*x = WorkloadOwner{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[13]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1258,7 +1430,7 @@ func (x *WorkloadOwner) String() string {
 func (*WorkloadOwner) ProtoMessage() {}
 
 func (x *WorkloadOwner) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[13]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1271,7 +1443,7 @@ func (x *WorkloadOwner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadOwner.ProtoReflect.Descriptor instead.
 func (*WorkloadOwner) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{13}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WorkloadOwner) GetApiVersion() string {
@@ -1314,7 +1486,7 @@ type PodMove struct {
 
 func (x *PodMove) Reset() {
 	*x = PodMove{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[14]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1498,7 @@ func (x *PodMove) String() string {
 func (*PodMove) ProtoMessage() {}
 
 func (x *PodMove) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[14]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1511,7 @@ func (x *PodMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodMove.ProtoReflect.Descriptor instead.
 func (*PodMove) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{14}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PodMove) GetName() string {
@@ -1388,7 +1560,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[15]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1572,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[15]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1585,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{15}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Condition) GetType() string {
@@ -1471,7 +1643,7 @@ type CandidateExplanation struct {
 
 func (x *CandidateExplanation) Reset() {
 	*x = CandidateExplanation{}
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[16]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1483,7 +1655,7 @@ func (x *CandidateExplanation) String() string {
 func (*CandidateExplanation) ProtoMessage() {}
 
 func (x *CandidateExplanation) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[16]
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1496,7 +1668,7 @@ func (x *CandidateExplanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CandidateExplanation.ProtoReflect.Descriptor instead.
 func (*CandidateExplanation) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{16}
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CandidateExplanation) GetNode() string {
@@ -1544,7 +1716,7 @@ const file_volcano_repack_v1alpha1_plan_proto_rawDesc = "" +
 	"\tallocated\x18\b \x01(\x01R\tallocated\x12 \n" +
 	"\vallocatable\x18\t \x01(\x01R\vallocatable\x12\x18\n" +
 	"\amessage\x18\n" +
-	" \x01(\tR\amessage\"\xf1\x03\n" +
+	" \x01(\tR\amessage\"\xb2\x04\n" +
 	"\fRepackStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x121\n" +
 	"\x04plan\x18\x02 \x01(\v2\x1d.volcano.repack.v1alpha1.PlanR\x04plan\x12B\n" +
@@ -1557,7 +1729,21 @@ const file_volcano_repack_v1alpha1_plan_proto_rawDesc = "" +
 	"start_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12C\n" +
 	"\x0fcompletion_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x0ecompletionTime\x12E\n" +
 	"\vrelocations\x18\b \x03(\v2#.volcano.repack.v1alpha1.RelocationR\vrelocations\x12@\n" +
-	"\x06result\x18\t \x01(\v2(.volcano.repack.v1alpha1.ExecutionResultR\x06result\"\x8e\x04\n" +
+	"\x06result\x18\t \x01(\v2(.volcano.repack.v1alpha1.ExecutionResultR\x06result\x12?\n" +
+	"\x06target\x18\n" +
+	" \x01(\v2'.volcano.repack.v1alpha1.TargetProgressR\x06target\"\xce\x01\n" +
+	"\x0eTargetProgress\x12\x1b\n" +
+	"\tpod_group\x18\x01 \x01(\tR\bpodGroup\x12\"\n" +
+	"\rpod_group_uid\x18\x02 \x01(\tR\vpodGroupUID\x12\x14\n" +
+	"\x05phase\x18\x03 \x01(\tR\x05phase\x12K\n" +
+	"\vnominations\x18\x04 \x03(\v2).volcano.repack.v1alpha1.TargetNominationR\vnominations\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xa3\x01\n" +
+	"\x10TargetNomination\x12\x19\n" +
+	"\bpod_name\x18\x01 \x01(\tR\apodName\x12\x17\n" +
+	"\apod_uid\x18\x02 \x01(\tR\x06podUID\x12\x1b\n" +
+	"\tnode_name\x18\x03 \x01(\tR\bnodeName\x12(\n" +
+	"\x10actual_node_name\x18\x04 \x01(\tR\x0eactualNodeName\x12\x14\n" +
+	"\x05phase\x18\x05 \x01(\tR\x05phase\"\x8e\x04\n" +
 	"\n" +
 	"Relocation\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12&\n" +
@@ -1684,55 +1870,59 @@ func file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP() []byte {
 	return file_volcano_repack_v1alpha1_plan_proto_rawDescData
 }
 
-var file_volcano_repack_v1alpha1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_volcano_repack_v1alpha1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_volcano_repack_v1alpha1_plan_proto_goTypes = []any{
 	(*Fragmentation)(nil),         // 0: volcano.repack.v1alpha1.Fragmentation
 	(*RepackStatus)(nil),          // 1: volcano.repack.v1alpha1.RepackStatus
-	(*Relocation)(nil),            // 2: volcano.repack.v1alpha1.Relocation
-	(*EvictionRecord)(nil),        // 3: volcano.repack.v1alpha1.EvictionRecord
-	(*PlacementRecord)(nil),       // 4: volcano.repack.v1alpha1.PlacementRecord
-	(*ExecutionResult)(nil),       // 5: volcano.repack.v1alpha1.ExecutionResult
-	(*Plan)(nil),                  // 6: volcano.repack.v1alpha1.Plan
-	(*TargetPlan)(nil),            // 7: volcano.repack.v1alpha1.TargetPlan
-	(*TaskPlacement)(nil),         // 8: volcano.repack.v1alpha1.TaskPlacement
-	(*PlanSummary)(nil),           // 9: volcano.repack.v1alpha1.PlanSummary
-	(*PlanCost)(nil),              // 10: volcano.repack.v1alpha1.PlanCost
-	(*ResolvedScope)(nil),         // 11: volcano.repack.v1alpha1.ResolvedScope
-	(*WorkloadMove)(nil),          // 12: volcano.repack.v1alpha1.WorkloadMove
-	(*WorkloadOwner)(nil),         // 13: volcano.repack.v1alpha1.WorkloadOwner
-	(*PodMove)(nil),               // 14: volcano.repack.v1alpha1.PodMove
-	(*Condition)(nil),             // 15: volcano.repack.v1alpha1.Condition
-	(*CandidateExplanation)(nil),  // 16: volcano.repack.v1alpha1.CandidateExplanation
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(*TargetProgress)(nil),        // 2: volcano.repack.v1alpha1.TargetProgress
+	(*TargetNomination)(nil),      // 3: volcano.repack.v1alpha1.TargetNomination
+	(*Relocation)(nil),            // 4: volcano.repack.v1alpha1.Relocation
+	(*EvictionRecord)(nil),        // 5: volcano.repack.v1alpha1.EvictionRecord
+	(*PlacementRecord)(nil),       // 6: volcano.repack.v1alpha1.PlacementRecord
+	(*ExecutionResult)(nil),       // 7: volcano.repack.v1alpha1.ExecutionResult
+	(*Plan)(nil),                  // 8: volcano.repack.v1alpha1.Plan
+	(*TargetPlan)(nil),            // 9: volcano.repack.v1alpha1.TargetPlan
+	(*TaskPlacement)(nil),         // 10: volcano.repack.v1alpha1.TaskPlacement
+	(*PlanSummary)(nil),           // 11: volcano.repack.v1alpha1.PlanSummary
+	(*PlanCost)(nil),              // 12: volcano.repack.v1alpha1.PlanCost
+	(*ResolvedScope)(nil),         // 13: volcano.repack.v1alpha1.ResolvedScope
+	(*WorkloadMove)(nil),          // 14: volcano.repack.v1alpha1.WorkloadMove
+	(*WorkloadOwner)(nil),         // 15: volcano.repack.v1alpha1.WorkloadOwner
+	(*PodMove)(nil),               // 16: volcano.repack.v1alpha1.PodMove
+	(*Condition)(nil),             // 17: volcano.repack.v1alpha1.Condition
+	(*CandidateExplanation)(nil),  // 18: volcano.repack.v1alpha1.CandidateExplanation
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
 }
 var file_volcano_repack_v1alpha1_plan_proto_depIdxs = []int32{
-	6,  // 0: volcano.repack.v1alpha1.RepackStatus.plan:type_name -> volcano.repack.v1alpha1.Plan
-	15, // 1: volcano.repack.v1alpha1.RepackStatus.conditions:type_name -> volcano.repack.v1alpha1.Condition
-	17, // 2: volcano.repack.v1alpha1.RepackStatus.start_time:type_name -> google.protobuf.Timestamp
-	17, // 3: volcano.repack.v1alpha1.RepackStatus.completion_time:type_name -> google.protobuf.Timestamp
-	2,  // 4: volcano.repack.v1alpha1.RepackStatus.relocations:type_name -> volcano.repack.v1alpha1.Relocation
-	5,  // 5: volcano.repack.v1alpha1.RepackStatus.result:type_name -> volcano.repack.v1alpha1.ExecutionResult
-	13, // 6: volcano.repack.v1alpha1.Relocation.owner:type_name -> volcano.repack.v1alpha1.WorkloadOwner
-	3,  // 7: volcano.repack.v1alpha1.Relocation.eviction:type_name -> volcano.repack.v1alpha1.EvictionRecord
-	4,  // 8: volcano.repack.v1alpha1.Relocation.placement:type_name -> volcano.repack.v1alpha1.PlacementRecord
-	17, // 9: volcano.repack.v1alpha1.EvictionRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
-	9,  // 10: volcano.repack.v1alpha1.Plan.summary:type_name -> volcano.repack.v1alpha1.PlanSummary
-	12, // 11: volcano.repack.v1alpha1.Plan.moves:type_name -> volcano.repack.v1alpha1.WorkloadMove
-	16, // 12: volcano.repack.v1alpha1.Plan.candidates:type_name -> volcano.repack.v1alpha1.CandidateExplanation
-	7,  // 13: volcano.repack.v1alpha1.Plan.target:type_name -> volcano.repack.v1alpha1.TargetPlan
-	8,  // 14: volcano.repack.v1alpha1.TargetPlan.placements:type_name -> volcano.repack.v1alpha1.TaskPlacement
-	11, // 15: volcano.repack.v1alpha1.PlanSummary.resolved_scope:type_name -> volcano.repack.v1alpha1.ResolvedScope
-	0,  // 16: volcano.repack.v1alpha1.PlanSummary.before:type_name -> volcano.repack.v1alpha1.Fragmentation
-	0,  // 17: volcano.repack.v1alpha1.PlanSummary.after:type_name -> volcano.repack.v1alpha1.Fragmentation
-	10, // 18: volcano.repack.v1alpha1.PlanSummary.cost:type_name -> volcano.repack.v1alpha1.PlanCost
-	13, // 19: volcano.repack.v1alpha1.WorkloadMove.owner:type_name -> volcano.repack.v1alpha1.WorkloadOwner
-	14, // 20: volcano.repack.v1alpha1.WorkloadMove.pods:type_name -> volcano.repack.v1alpha1.PodMove
-	17, // 21: volcano.repack.v1alpha1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	8,  // 0: volcano.repack.v1alpha1.RepackStatus.plan:type_name -> volcano.repack.v1alpha1.Plan
+	17, // 1: volcano.repack.v1alpha1.RepackStatus.conditions:type_name -> volcano.repack.v1alpha1.Condition
+	19, // 2: volcano.repack.v1alpha1.RepackStatus.start_time:type_name -> google.protobuf.Timestamp
+	19, // 3: volcano.repack.v1alpha1.RepackStatus.completion_time:type_name -> google.protobuf.Timestamp
+	4,  // 4: volcano.repack.v1alpha1.RepackStatus.relocations:type_name -> volcano.repack.v1alpha1.Relocation
+	7,  // 5: volcano.repack.v1alpha1.RepackStatus.result:type_name -> volcano.repack.v1alpha1.ExecutionResult
+	2,  // 6: volcano.repack.v1alpha1.RepackStatus.target:type_name -> volcano.repack.v1alpha1.TargetProgress
+	3,  // 7: volcano.repack.v1alpha1.TargetProgress.nominations:type_name -> volcano.repack.v1alpha1.TargetNomination
+	15, // 8: volcano.repack.v1alpha1.Relocation.owner:type_name -> volcano.repack.v1alpha1.WorkloadOwner
+	5,  // 9: volcano.repack.v1alpha1.Relocation.eviction:type_name -> volcano.repack.v1alpha1.EvictionRecord
+	6,  // 10: volcano.repack.v1alpha1.Relocation.placement:type_name -> volcano.repack.v1alpha1.PlacementRecord
+	19, // 11: volcano.repack.v1alpha1.EvictionRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
+	11, // 12: volcano.repack.v1alpha1.Plan.summary:type_name -> volcano.repack.v1alpha1.PlanSummary
+	14, // 13: volcano.repack.v1alpha1.Plan.moves:type_name -> volcano.repack.v1alpha1.WorkloadMove
+	18, // 14: volcano.repack.v1alpha1.Plan.candidates:type_name -> volcano.repack.v1alpha1.CandidateExplanation
+	9,  // 15: volcano.repack.v1alpha1.Plan.target:type_name -> volcano.repack.v1alpha1.TargetPlan
+	10, // 16: volcano.repack.v1alpha1.TargetPlan.placements:type_name -> volcano.repack.v1alpha1.TaskPlacement
+	13, // 17: volcano.repack.v1alpha1.PlanSummary.resolved_scope:type_name -> volcano.repack.v1alpha1.ResolvedScope
+	0,  // 18: volcano.repack.v1alpha1.PlanSummary.before:type_name -> volcano.repack.v1alpha1.Fragmentation
+	0,  // 19: volcano.repack.v1alpha1.PlanSummary.after:type_name -> volcano.repack.v1alpha1.Fragmentation
+	12, // 20: volcano.repack.v1alpha1.PlanSummary.cost:type_name -> volcano.repack.v1alpha1.PlanCost
+	15, // 21: volcano.repack.v1alpha1.WorkloadMove.owner:type_name -> volcano.repack.v1alpha1.WorkloadOwner
+	16, // 22: volcano.repack.v1alpha1.WorkloadMove.pods:type_name -> volcano.repack.v1alpha1.PodMove
+	19, // 23: volcano.repack.v1alpha1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_volcano_repack_v1alpha1_plan_proto_init() }
@@ -1740,15 +1930,15 @@ func file_volcano_repack_v1alpha1_plan_proto_init() {
 	if File_volcano_repack_v1alpha1_plan_proto != nil {
 		return
 	}
-	file_volcano_repack_v1alpha1_plan_proto_msgTypes[5].OneofWrappers = []any{}
-	file_volcano_repack_v1alpha1_plan_proto_msgTypes[13].OneofWrappers = []any{}
+	file_volcano_repack_v1alpha1_plan_proto_msgTypes[7].OneofWrappers = []any{}
+	file_volcano_repack_v1alpha1_plan_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_volcano_repack_v1alpha1_plan_proto_rawDesc), len(file_volcano_repack_v1alpha1_plan_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -34,7 +34,7 @@ class Fragmentation(_message.Message):
     def __init__(self, resource: _Optional[str] = ..., providing_nodes: _Optional[int] = ..., occupied_nodes: _Optional[int] = ..., min_occupied_nodes: _Optional[int] = ..., fragmentation_percent: _Optional[float] = ..., min_exact: _Optional[bool] = ..., min_method: _Optional[str] = ..., allocated: _Optional[float] = ..., allocatable: _Optional[float] = ..., message: _Optional[str] = ...) -> None: ...
 
 class RepackStatus(_message.Message):
-    __slots__ = ("phase", "plan", "conditions", "warnings", "observed_generation", "start_time", "completion_time", "relocations", "result")
+    __slots__ = ("phase", "plan", "conditions", "warnings", "observed_generation", "start_time", "completion_time", "relocations", "result", "target")
     PHASE_FIELD_NUMBER: _ClassVar[int]
     PLAN_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
@@ -44,6 +44,7 @@ class RepackStatus(_message.Message):
     COMPLETION_TIME_FIELD_NUMBER: _ClassVar[int]
     RELOCATIONS_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
     phase: str
     plan: Plan
     conditions: _containers.RepeatedCompositeFieldContainer[Condition]
@@ -53,7 +54,36 @@ class RepackStatus(_message.Message):
     completion_time: _timestamp_pb2.Timestamp
     relocations: _containers.RepeatedCompositeFieldContainer[Relocation]
     result: ExecutionResult
-    def __init__(self, phase: _Optional[str] = ..., plan: _Optional[_Union[Plan, _Mapping]] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ..., observed_generation: _Optional[int] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., completion_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., relocations: _Optional[_Iterable[_Union[Relocation, _Mapping]]] = ..., result: _Optional[_Union[ExecutionResult, _Mapping]] = ...) -> None: ...
+    target: TargetProgress
+    def __init__(self, phase: _Optional[str] = ..., plan: _Optional[_Union[Plan, _Mapping]] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ..., observed_generation: _Optional[int] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., completion_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., relocations: _Optional[_Iterable[_Union[Relocation, _Mapping]]] = ..., result: _Optional[_Union[ExecutionResult, _Mapping]] = ..., target: _Optional[_Union[TargetProgress, _Mapping]] = ...) -> None: ...
+
+class TargetProgress(_message.Message):
+    __slots__ = ("pod_group", "pod_group_uid", "phase", "nominations", "message")
+    POD_GROUP_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUP_UID_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    NOMINATIONS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    pod_group: str
+    pod_group_uid: str
+    phase: str
+    nominations: _containers.RepeatedCompositeFieldContainer[TargetNomination]
+    message: str
+    def __init__(self, pod_group: _Optional[str] = ..., pod_group_uid: _Optional[str] = ..., phase: _Optional[str] = ..., nominations: _Optional[_Iterable[_Union[TargetNomination, _Mapping]]] = ..., message: _Optional[str] = ...) -> None: ...
+
+class TargetNomination(_message.Message):
+    __slots__ = ("pod_name", "pod_uid", "node_name", "actual_node_name", "phase")
+    POD_NAME_FIELD_NUMBER: _ClassVar[int]
+    POD_UID_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    ACTUAL_NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    pod_name: str
+    pod_uid: str
+    node_name: str
+    actual_node_name: str
+    phase: str
+    def __init__(self, pod_name: _Optional[str] = ..., pod_uid: _Optional[str] = ..., node_name: _Optional[str] = ..., actual_node_name: _Optional[str] = ..., phase: _Optional[str] = ...) -> None: ...
 
 class Relocation(_message.Message):
     __slots__ = ("namespace", "victim_pod_name", "victim_pod_uid", "pod_group_name", "owner", "from_node_name", "planned_node_name", "cards", "replacement_pod_group_name", "eviction", "placement")

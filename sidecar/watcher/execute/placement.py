@@ -87,7 +87,7 @@ def receivers(snapshot: pb.Snapshot, resource: str, freed: list[str], skip_uid: 
     """Nodes a replacement may be suggested: not a node the plan frees, and not one that provides
     ``resource`` but does not hold it (receiver rule 1, ``snapshot.holding``: never light an idle
     node up again). ``skip_uid``: a task left out of the count (the replacement itself)."""
-    held = holding_node_names(decode(snapshot), resource, skip_uid)
+    held = holding_node_names(decode(snapshot), resource, (skip_uid,) if skip_uid else ())
     return [
         n.name
         for n in snapshot.nodes

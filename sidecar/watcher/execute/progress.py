@@ -19,6 +19,7 @@ from sidecar.api.v1alpha1 import service_pb2, spec_pb2
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
 from sidecar.kubeobj import Obj
 from sidecar.watcher import observer as observe
+from sidecar.watcher.execute import target
 from sidecar.watcher.execute.eviction import Evictor, due, read_pod, retry_at
 from sidecar.watcher.execute.journal import (
     EvictionRecord,
@@ -137,11 +138,48 @@ class Pass:
         next pass places them, so no pass decodes the cluster twice."""
         now = self.t.clock()
         end, evict_by = self._deadlines()
+        if now < end and not self._workload_gone():
+            return None
         if now < end and not (self._evictions(now, evict_by) and (not place or self._placements_done())):
             return None
-        if now < end and not all(done(r) for r in relocations_of(self.run_obj["status"])):
+        if now < end and not self._workload_step():
+            return None
+        unfinished = not all(done(r) for r in relocations_of(self.run_obj["status"]))
+        if now < end and (unfinished or not target.settled(self._workload())):
             return Phase.RUNNING
         return self._finish(now, end)
+
+    # -- a targeted run's workload (target.py) ------------------------------------------------------
+    def _workload(self) -> target.TargetProgress | None:
+        return target.progress_of(self.run_obj["status"])
+
+    def _workload_gone(self) -> bool:
+        """The workload went away: journal it Deleted, calling off the evictions not yet made."""
+        old = self._workload()
+        if old is None or target.settled(old) or target.exists(self.t.cluster, old):
+            return True
+        return self._journal_workload(old, target.deleted(old), cancel=True)
+
+    def _workload_step(self) -> bool:
+        """Once no eviction is pending: journal the nominations, send them, record the bindings."""
+        old = self._workload()
+        rels = relocations_of(self.run_obj["status"])
+        if old is None or target.settled(old) or any(r.eviction.phase == EvictionPhase.PENDING for r in rels):
+            return True
+        new, sends = target.advance(self.t.cluster, old, self.t.hook)
+        if not self._journal_workload(old, new):
+            return False
+        for pod, node in sends:
+            current = self._workload()
+            if current is None or not nominate(self.t.cluster, pod, node, self.t.hook):
+                continue
+            if not self._journal_workload(current, target.confirm(current, pod["metadata"]["name"])):
+                return False
+        return True
+
+    def _journal_workload(self, old: target.TargetProgress, new: target.TargetProgress, cancel: bool = False) -> bool:
+        ok, self.run_obj = target.journal(self.t.writer, self.run_obj, old, new, cancel=cancel)
+        return ok
 
     # -- journal ---------------------------------------------------------------------------------
     def _update(self, changes: list[Change], label: str) -> bool:
@@ -306,8 +344,12 @@ class Pass:
     def _finish(self, now: datetime, end: datetime) -> str | None:
         rels = relocations_of(self.run_obj["status"])
         final = [r if done(r) else _timed_out(r, end) for r in rels]
+        workload = self._workload()
+        if workload is not None and not target.settled(workload):
+            workload = target.not_started(workload)
         snap = self.t.snapshot(self.name)
-        freed = freed_now(snap, self.freed_planned, self.goal)
+        skip = [n.pod_uid for n in workload.nominations if n.pod_uid] if workload is not None else []
+        freed = freed_now(snap, self.freed_planned, self.goal, skip)
         frag: float | None = None
         note = ""
         try:
@@ -315,8 +357,10 @@ class Pass:
             frag = round(self.t.sidecar.evaluate(request).resources[0].fragmentation_percent, 1)
         except PLANNER_ERRORS as exc:
             note = f"fragmentation not measured: {planner_error(exc)[1]}"
-        end_state = outcome(final, self.freed_planned, freed)
+        end_state = outcome(final, self.freed_planned, freed, workload)
         summary = result(final, self.freed_planned, freed, frag, self.before, note)
+        if workload is not None:
+            summary.message += f"; {workload.message}"
 
         def step(cur: Obj) -> Obj | None:
             if phase_of(cur) != Phase.RUNNING or relocations_of(cur.get("status") or {}) != rels:
@@ -324,6 +368,8 @@ class Pass:
             status = status_of(cur)
             apply_changes(status, list(zip(rels, final, strict=True)))
             status["result"] = to_json(summary)
+            if workload is not None:
+                status["target"] = {**(status.get("target") or {}), **to_json(workload)}
             return status
 
         phase, reason, message = end_state.phase, end_state.reason, end_state.message

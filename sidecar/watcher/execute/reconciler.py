@@ -39,12 +39,13 @@ from sidecar.api.v1alpha1 import plan_pb2, spec_pb2
 from sidecar.errors import InputError
 from sidecar.kubeobj import Obj
 from sidecar.snapshot.io import parse_dict
+from sidecar.watcher.execute import target
 from sidecar.watcher.execute.eviction import Evictor
 from sidecar.watcher.execute.journal import ExecutionResult, relocations_from_plan, to_json
 from sidecar.watcher.execute.progress import ExecuteOptions, Pass, Tools
 from sidecar.watcher.execute.serial import ANOTHER_RUN_ACTIVE, COOLDOWN_ACTIVE, hold
 from sidecar.watcher.kit.cache import SnapshotSource, read_cluster
-from sidecar.watcher.kit.port import REPACKRUNS, Cluster
+from sidecar.watcher.kit.port import PODGROUPS, REPACKRUNS, Cluster
 from sidecar.watcher.kit.requeue import Reconciled, after
 from sidecar.watcher.kit.status import (
     Clock,
@@ -200,6 +201,7 @@ class ExecuteReconciler:
         if not plan.moves:
             return self._nothing_to_do(run, response.status, plan_json, now)
         rels = relocations_from_plan(plan, planned.snapshot)
+        workload = target.initial(plan, self._pod_group_uid(plan.target.pod_group)) if plan.target.pod_group else None
         nodes = ", ".join(plan.freed_nodes)
         message = f"{len(rels)} pods to move, {plan.summary.moved_card_count:g} cards, to free {nodes}"
 
@@ -216,6 +218,8 @@ class ExecuteReconciler:
             status.update(phase=Phase.RUNNING, startTime=rfc3339(now), plan=plan_json)
             status["warnings"] = list(response.status.warnings)
             status["relocations"] = [to_json(r) for r in rels]
+            if workload is not None:
+                status["target"] = to_json(workload)
             _admitted(status, now)
             set_condition(status, Condition.PROGRESSING, "True", Reason.EVICTING, message, now)
             return status
@@ -225,6 +229,13 @@ class ExecuteReconciler:
         if written is not None:
             self._writer.event(written, Reason.ADMITTED, f"replanned on {planned.describe()}: {message}")
         return written
+
+    def _pod_group_uid(self, key: str) -> str:
+        """The UID of the targeted PodGroup (namespace/name) as the journal records it ("" when gone)."""
+        namespace, _, name = key.partition("/")
+        group = self._cluster.get(PODGROUPS, name, namespace)
+        self._hook(f"get:podgroup/{key}")
+        return str(group["metadata"].get("uid") or "") if group is not None else ""
 
     def _wait_for_planner(self, run: Obj, message: str, now: datetime) -> Obj | None:
         """Pending with Waiting True PlannerUnavailable (written, logged and announced when it begins

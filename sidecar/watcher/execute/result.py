@@ -14,7 +14,15 @@ that matches decides:
 | 7 | target reached, some replacement bound off its plannedNodeName    | Succeeded | Complete/ALTERNATIVE     |
 | 8 | target reached, every replacement on its planned node             | Succeeded | Complete/ExecutionCompleted |
 
-<planner reason> is NoFragmentation or InsufficientImprovement (as the DryRun says); ALTERNATIVE is
+A targeted run (``spec.for``: the workload it makes room for, journaled in ``status.target``)
+adds two rows before 4-8 decide the rest, and appends what happened to the workload to their
+message:
+
+| T1 | the workload's PodGroup went away during the run                  | Failed    | Failed/TargetDeleted     |
+| T2 | the workload not started (nominated pods bound) by the deadline   | Failed    | Failed/ExecutionTimedOut |
+
+<planner reason> is NoFragmentation or InsufficientImprovement (as the DryRun says), or for a
+targeted run TargetAlreadyRunning, TargetFitsWithoutRepack or TargetDoesNotFit; ALTERNATIVE is
 ExecutionCompletedWithAlternativePlacement (BoundElsewhere, or Bound on a selected node that is not
 the planned one: the guide's "actualNodeName may differ from the first two fields").
 Rows 1-2 happen before the journal exists, row 3 right after the replan; rows 4-8 at the finish.
@@ -30,10 +38,12 @@ terminal phase with every evicted pod's replacement bound.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
-from sidecar.api.repackrun import EvictionPhase, Phase, PlacementPhase, Reason
+from sidecar.api.repackrun import EvictionPhase, Phase, PlacementPhase, Reason, TargetPhase
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
+from sidecar.api.v1alpha1.plan_pb2 import TargetProgress
 from sidecar.snapshot.decode import decode
 from sidecar.snapshot.holding import holding_node_names
 from sidecar.watcher.execute.journal import ExecutionResult, Relocation, done, key
@@ -54,10 +64,11 @@ class RunOutcome:
     message: str
 
 
-def freed_now(snapshot: pb.Snapshot, planned: list[str], resource: str) -> list[str]:
+def freed_now(snapshot: pb.Snapshot, planned: list[str], resource: str, skip: Collection[str] = ()) -> list[str]:
     """The planned freed nodes that do not hold ``resource`` now (``sidecar.snapshot.holding``: a
-    pod still terminating there holds nothing, as Evaluate counts it)."""
-    held = holding_node_names(decode(snapshot), resource)
+    pod still terminating there holds nothing, as Evaluate counts it); the pods with UIDs in
+    ``skip`` (a targeted run's workload, which the nodes were freed for) do not count."""
+    held = holding_node_names(decode(snapshot), resource, skip)
     return [n for n in planned if n not in held]
 
 
@@ -65,8 +76,23 @@ def _pods(rels: list[Relocation]) -> str:
     return ", ".join(key(r) for r in rels)
 
 
-def outcome(rels: list[Relocation], planned: list[str], freed: list[str]) -> RunOutcome:
-    """Rows 4-8 of the table: the finished run's phase, reason and message."""
+def outcome(
+    rels: list[Relocation], planned: list[str], freed: list[str], target: TargetProgress | None = None
+) -> RunOutcome:
+    """Rows 4-8 of the table, and a targeted run's rows T1-T2, first match wins."""
+    moved = _moves(rels, planned, freed)
+    if target is None:
+        return moved
+    if target.phase == TargetPhase.DELETED:
+        return RunOutcome(Phase.FAILED, Reason.TARGET_DELETED, f"{target.message}; {moved.message}")
+    if target.phase != TargetPhase.STARTED:
+        why = target.message or f"{target.pod_group} had not started"
+        return RunOutcome(Phase.FAILED, TIMED_OUT_REASON, f"{why}; {moved.message}")
+    return RunOutcome(moved.phase, moved.reason, f"{moved.message}; {target.message}")
+
+
+def _moves(rels: list[Relocation], planned: list[str], freed: list[str]) -> RunOutcome:
+    """Rows 4-8: the relocations' outcome."""
     nodes = f"{len(freed)} of {len(planned)} planned nodes freed ({', '.join(freed) or 'none'})"
     reached = set(planned) <= set(freed)
     stuck = [r for r in rels if r.eviction.phase in (EvictionPhase.BLOCKED, EvictionPhase.FAILED)]
