@@ -127,8 +127,25 @@ def reasons_table(plan: plan_pb2.Plan, *, wide: bool, headers: bool) -> list[str
     return out
 
 
+def target_table(plan: plan_pb2.Plan, *, headers: bool) -> list[str]:
+    """A targeted run's answer (spec.for): the verdict, then where each waiting pod would land, or
+    the first one that still does not fit and why."""
+    t = plan.target
+    if not t.pod_group:
+        return []
+    out = ["", f"Target {t.pod_group}: {t.verdict} (minAvailable {t.min_available}, {t.ready} started, "
+                f"{t.waiting} waiting)"]  # fmt: skip
+    if t.placements:
+        rows = [[p.pod_name, p.node, "yes" if p.pipelined else ""] for p in t.placements]
+        out.append(table(rows, ["POD", "LANDS ON", "PIPELINED"], headers=headers))
+    if t.stuck_pod_name:
+        out += textwrap.wrap(f"{t.stuck_pod_name} does not fit: {t.message}", LINE_WIDTH, subsequent_indent="  ")
+    return out
+
+
 def plan_table(status: plan_pb2.RepackStatus, *, wide: bool = False, headers: bool = True) -> str:
     lines = summary(status, wide=wide)
+    lines += target_table(status.plan, headers=headers)
     lines += moves_table(status.plan, wide=wide, headers=headers)
     lines += reasons_table(status.plan, wide=wide, headers=headers)
     return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import yaml
@@ -99,3 +100,26 @@ def test_no_headers(capsys: pytest.CaptureFixture[str]) -> None:
 def test_table_options_do_not_change_machine_output(capsys: pytest.CaptureFixture[str]) -> None:
     yaml_out = plan_output(capsys, "--snapshot", GUIDE, "--run", GUIDE_RUN, "-o", "yaml")
     assert plan_output(capsys, "--snapshot", GUIDE, "--run", GUIDE_RUN, "-o", "yaml", "--no-headers") == yaml_out
+
+
+def test_a_targeted_plan_says_where_the_waiting_job_lands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """spec.for: the verdict and each waiting pod's node come before the moves that make room."""
+    guide = yaml.safe_load(Path(GUIDE).read_text())
+    guide["podGroups"].append({"namespace": "repack-demo", "name": "large", "minMember": 1, "phase": "Inqueue"})
+    guide["tasks"].append({
+        "uid": "t-large-0", "namespace": "repack-demo", "name": "large-worker-0", "status": "Pending",
+        "podGroup": "large", "requests": {"cpu": 4000, "huawei.com/ascend-1980": 4000},
+        "profile": {"schedulerName": "volcano", "nodeSelector": {"accelerator-pool": "ascend-npu"}},
+    })  # fmt: skip
+    snap, run = tmp_path / "s.json", tmp_path / "run.yaml"
+    snap.write_text(yaml.safe_dump(guide))
+    run.write_text("mode: DryRun\nfor: {podGroup: repack-demo/large}\ngoals:\n- resource: huawei.com/ascend-1980\n")
+    out = plan_output(capsys, "--snapshot", str(snap), "--run", str(run))
+    lines = out.splitlines()
+    assert lines[0].startswith("Result: RepackRecommended — freeing 1 node lets repack-demo/large start")
+    at = lines.index("Target repack-demo/large: Fits (minAvailable 1, 0 started, 1 waiting)")
+    assert lines[at + 1].split() == ["POD", "LANDS", "ON", "PIPELINED"]
+    assert lines[at + 2].split() == ["large-worker-0", "ascend-node-01"]
+    assert at < lines.index("Moves by source node (1 nodes emptied):")
