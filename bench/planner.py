@@ -11,6 +11,9 @@
 * targeted runs (spec.for) on the openb default list at 70% cards plus a waiting gang of 1, 2, 4 and
   8 whole-node pods (8 cards each): median Plan in process, goal <= 100 ms, next to the guide's
   untargeted Plan on the same snapshot.
+* the whenPending check (CheckPending) over 1,000 waiting PodGroups on the same snapshot (gangs of
+  1-8 pods of 1-8 cards from a few job templates, the longest waiting first): median time in
+  process with the Mirror built, goal <= 1 s per resync.
 * synth 10,000 nodes / 100,000 tasks: median end-to-end Plan over loopback with the snapshot
   inline (send + validate + columns + plan + answer). Goal <= 1 s (one scheduling period).
 * 1,000 PodDisruptionBudgets at 10k nodes: Plan time ratio, goal <= 1.10.
@@ -49,6 +52,8 @@ OPENB_GOAL_MS = 50.0  # in process
 OPENB_RPC_GOAL_MS = 100.0  # over loopback, on a session
 DLRM_GOAL_MS = 300.0
 TARGETED_GOAL_MS = 100.0
+PENDING_GOAL_S = 1.0
+PENDING_GROUPS = 1000
 TENK_GOAL_S = 1.0
 TWENTYK_GOAL_S = 2.0
 FLAT_GOAL = 1.25  # largest / smallest ms per freed node over the curve
@@ -140,6 +145,39 @@ def targeted(repeats: int) -> list[dict[str, object]]:
         rows.append({"gang": size, "verdict": str(result.target.verdict), "freed": len(result.freed),
                      "moved": len(result.moves), "ms": ms, "untargeted_ms": untargeted * 1e3})  # fmt: skip
     return rows
+
+
+def pending_check(repeats: int) -> dict[str, object]:
+    """CheckPending over 1,000 waiting gangs on openb at 70% cards: the verdicts and the time."""
+    from collections import Counter
+
+    from sidecar.repack import pending
+    from sidecar.scenarios.traces import Stop, openb_pods, replay
+
+    pods, times = openb_pods(TRACES / "openb", "openb_pod_list_default.csv")
+    snap, _ = replay(pods, times, Stop(at_fill=0.7))
+    rng = np.random.default_rng(7)
+    shapes = [(1, 8), (2, 8), (4, 8), (8, 8), (2, 4), (4, 2), (1, 1), (2, 1)]  # (pods, cards) job templates
+    keys = []
+    for k in range(PENDING_GROUPS):
+        size, cards = shapes[int(rng.integers(len(shapes)))]
+        snap = with_waiting_gang(snap, f"waiting-{k:04d}", size, cards)
+        keys.append(f"openb/waiting-{k:04d}")
+    run = validate(dryrun())
+    found: list[pending.Waiting] = []
+
+    def once() -> None:
+        found[:] = pending.check(Mirror(decode(snap)), run, keys, max_plans=3)
+
+    decoded, _ = median_seconds(lambda: decode(snap), max(3, repeats))
+    seconds, _ = median_seconds(once, max(3, repeats))
+    verdicts = Counter(str(w.verdict) for w in found)
+    print(
+        f"  whenPending check, {PENDING_GROUPS} waiting PodGroups on openb at 70% cards: "
+        f"{seconds:.2f} s (decode {decoded:.2f} s of it) goal <= {PENDING_GOAL_S:.0f} s "
+        f"{mark(seconds <= PENDING_GOAL_S)}; verdicts {dict(sorted(verdicts.items()))}"
+    )
+    return {"groups": PENDING_GROUPS, "seconds": seconds, "decode_s": decoded, "verdicts": dict(verdicts)}
 
 
 def dryrun() -> spec_pb2.RepackSpec:
@@ -243,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             if ns.traces:
                 results["traces"] = traces(ns.repeats)
                 results["targeted"] = targeted(ns.repeats)
+                results["pending"] = pending_check(ns.repeats)
         else:
             print(f"  openb-shaped and traces: skipped, {TRACES} is not here (set REPACK_TRACES)")
         big = build(ns.tenk_nodes, 10 * ns.tenk_nodes, 1)

@@ -92,6 +92,9 @@ class RepackClient:
     def pipeline(self, request: service_pb2.PipelineRequest) -> service_pb2.PipelineResponse:
         return self.stub.Pipeline(request, timeout=self.timeout)  # type: ignore[no-any-return]
 
+    def check_pending(self, request: service_pb2.CheckPendingRequest) -> service_pb2.CheckPendingResponse:
+        return self.stub.CheckPending(request, timeout=self.timeout)  # type: ignore[no-any-return]
+
     def supplement(self, request: service_pb2.SupplementRequest) -> service_pb2.SupplementResponse:
         return self.stub.Supplement(request, timeout=self.timeout)  # type: ignore[no-any-return]
 

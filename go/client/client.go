@@ -1,6 +1,7 @@
 // Package client is a small Go client of the sidecar's Repack service: the calls a Volcano
 // scheduler plugin makes each cycle (OpenSession, Plan, Filter, Prioritize, Evaluate,
-// CloseSession), Pipeline and Supplement, plus the grpc.health.v1 check, each under a deadline.
+// CloseSession), Pipeline, Supplement and CheckPending, plus the grpc.health.v1 check, each
+// under a deadline.
 //
 // It mirrors sidecar/client.py: the same message-size limits (snapshots are far above gRPC's
 // default 4 MiB), keepalive, and retries of UNAVAILABLE only (the sidecar restarting beside the
@@ -176,6 +177,12 @@ func (c *Client) OpenSession(ctx context.Context, req *pb.OpenSessionRequest) (*
 // CloseSession drops a session (closed is false when the id was unknown or expired).
 func (c *Client) CloseSession(ctx context.Context, sessionID string) (*pb.CloseSessionResponse, error) {
 	return call(ctx, c, c.repack.CloseSession, &pb.CloseSessionRequest{SessionId: sessionID})
+}
+
+// CheckPending says why each of the PodGroups waits (Running, FitsNow, Enqueue, Capacity,
+// Fragmentation, NoPlan, Unchecked, NotFound, NotVolcano): a RepackPolicy's whenPending check.
+func (c *Client) CheckPending(ctx context.Context, req *pb.CheckPendingRequest) (*pb.CheckPendingResponse, error) {
+	return call(ctx, c, c.repack.CheckPending, req)
 }
 
 // Pipeline records in an open session that a pending task is pipelined onto a node (Volcano's

@@ -71,6 +71,20 @@ class TargetVerdict(StrEnum):
     DOES_NOT_FIT = "DoesNotFit"
 
 
+class Waits(StrEnum):
+    """``PendingVerdict.verdict``: why a waiting PodGroup waits (CheckPending, a policy's status)."""
+
+    RUNNING = "Running"
+    FITS_NOW = "FitsNow"
+    ENQUEUE = "Enqueue"
+    CAPACITY = "Capacity"
+    FRAGMENTATION = "Fragmentation"
+    NO_PLAN = "NoPlan"
+    UNCHECKED = "Unchecked"
+    NOT_FOUND = "NotFound"
+    NOT_VOLCANO = "NotVolcano"
+
+
 class TargetPhase(StrEnum):
     """``status.target.phase``: a targeted Execute run's workload."""
 

@@ -124,6 +124,7 @@ def generic_handler(
         "CloseSession": (service_pb2.CloseSessionRequest, service.close_session),
         "Pipeline": (service_pb2.PipelineRequest, service.pipeline),
         "Supplement": (service_pb2.SupplementRequest, service.supplement),
+        "CheckPending": (service_pb2.CheckPendingRequest, service.check_pending),
     }
     handlers = {
         name: grpc.unary_unary_rpc_method_handler(

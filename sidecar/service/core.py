@@ -17,13 +17,14 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from sidecar import heap
 from sidecar.api.sessions import LATEST
-from sidecar.api.v1alpha1 import service_pb2, snapshot_pb2
+from sidecar.api.v1alpha1 import service_pb2, snapshot_pb2, spec_pb2
 from sidecar.errors import InputError
 from sidecar.mirror.core import Mirror, Verdict
 from sidecar.mirror.explain import failure_code, fit_message
+from sidecar.repack import pending
 from sidecar.repack.fragmentation import fragmentation, goal_resources
 from sidecar.repack.planner import Planner
-from sidecar.repack.spec import validate
+from sidecar.repack.spec import require_provided_goal, validate
 from sidecar.repack.status import fragmentation_message, to_status
 from sidecar.service.deadline import Deadline
 from sidecar.service.limits import ServiceLimits, snapshot_cost, state_cost
@@ -120,6 +121,33 @@ class RepackService:
                 status = to_status(resolved.mirror.state, result, run)
         self._observer.planned(time.perf_counter() - started, status)
         return service_pb2.PlanResponse(status=status)
+
+    def check_pending(
+        self, request: service_pb2.CheckPendingRequest, deadline: Deadline
+    ) -> service_pb2.CheckPendingResponse:
+        """Why each PodGroup waits (a policy's whenPending check: ``sidecar.repack.pending``)."""
+        if not request.HasField("spec"):
+            raise InputError("spec", "missing")
+        spec = spec_pb2.RepackSpec()
+        spec.CopyFrom(request.spec)
+        spec.ClearField("target")  # each PodGroup is the target in turn
+        run = validate(spec)
+        for i, key in enumerate(request.pod_groups):
+            namespace, sep, name = key.partition("/")
+            if not (namespace and sep and name) or "/" in name:
+                raise InputError(f"pod_groups[{i}]", f'"{key}": PodGroups are named namespace/name')
+        if request.max_plans < 0:
+            raise InputError("max_plans", f"must not be negative, got {request.max_plans}")
+        cost = self._inline_cost(request)
+        with self._admit(cost, deadline), heap.collection_paused():
+            resolved = self._sources.mirror(request, deadline)
+            with resolved.locked(deadline):
+                require_provided_goal(run, resolved.mirror.state)
+                found = pending.check(resolved.mirror, run, list(request.pod_groups), request.max_plans, deadline.check)
+        out = service_pb2.CheckPendingResponse(warnings=resolved.mirror.state.warnings)
+        for w in found:
+            out.verdicts.add(pod_group=w.pod_group, verdict=w.verdict, message=w.message)
+        return out
 
     def filter(self, request: service_pb2.FilterRequest, deadline: Deadline) -> service_pb2.FilterResponse:
         mirror, verdict, wanted = self._verdict(request, deadline, score=False)

@@ -23,7 +23,11 @@ from sidecar.snapshot.decode import decode
 from sidecar.snapshot.state import ClusterState
 
 SourceRequest = (
-    service_pb2.EvaluateRequest | service_pb2.PlanRequest | service_pb2.FilterRequest | service_pb2.PrioritizeRequest
+    service_pb2.EvaluateRequest
+    | service_pb2.PlanRequest
+    | service_pb2.FilterRequest
+    | service_pb2.PrioritizeRequest
+    | service_pb2.CheckPendingRequest
 )
 CheckRequest = service_pb2.FilterRequest | service_pb2.PrioritizeRequest
 

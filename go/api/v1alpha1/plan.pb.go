@@ -1699,6 +1699,81 @@ func (x *CandidateExplanation) GetMessage() string {
 	return ""
 }
 
+// Why a waiting PodGroup waits (CheckPending; a RepackPolicy's status.waiting).
+type PendingVerdict struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// namespace/name.
+	PodGroup string `protobuf:"bytes,1,opt,name=pod_group,json=podGroup,proto3" json:"pod_group,omitempty"`
+	// Running, FitsNow, Enqueue (no waiting pods: its PodGroup is not Inqueue yet), Capacity (no
+	// repack within scope can make room), Fragmentation (a targeted plan lets it start), NoPlan (the
+	// bounds allow it, but no plan within scope and budgets does), Unchecked (not planned in this
+	// check), NotFound or NotVolcano.
+	Verdict string `protobuf:"bytes,2,opt,name=verdict,proto3" json:"verdict,omitempty"`
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// When the policy first saw it waiting (a policy's status only).
+	Since         *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingVerdict) Reset() {
+	*x = PendingVerdict{}
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingVerdict) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingVerdict) ProtoMessage() {}
+
+func (x *PendingVerdict) ProtoReflect() protoreflect.Message {
+	mi := &file_volcano_repack_v1alpha1_plan_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingVerdict.ProtoReflect.Descriptor instead.
+func (*PendingVerdict) Descriptor() ([]byte, []int) {
+	return file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *PendingVerdict) GetPodGroup() string {
+	if x != nil {
+		return x.PodGroup
+	}
+	return ""
+}
+
+func (x *PendingVerdict) GetVerdict() string {
+	if x != nil {
+		return x.Verdict
+	}
+	return ""
+}
+
+func (x *PendingVerdict) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *PendingVerdict) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
 var File_volcano_repack_v1alpha1_plan_proto protoreflect.FileDescriptor
 
 const file_volcano_repack_v1alpha1_plan_proto_rawDesc = "" +
@@ -1856,7 +1931,12 @@ const file_volcano_repack_v1alpha1_plan_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
 	"\bselected\x18\x02 \x01(\bR\bselected\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessageB)Z'volcano.sh/repack/api/v1alpha1;v1alpha1b\x06proto3"
+	"\amessage\x18\x04 \x01(\tR\amessage\"\x93\x01\n" +
+	"\x0ePendingVerdict\x12\x1b\n" +
+	"\tpod_group\x18\x01 \x01(\tR\bpodGroup\x12\x18\n" +
+	"\averdict\x18\x02 \x01(\tR\averdict\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x120\n" +
+	"\x05since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05sinceB)Z'volcano.sh/repack/api/v1alpha1;v1alpha1b\x06proto3"
 
 var (
 	file_volcano_repack_v1alpha1_plan_proto_rawDescOnce sync.Once
@@ -1870,7 +1950,7 @@ func file_volcano_repack_v1alpha1_plan_proto_rawDescGZIP() []byte {
 	return file_volcano_repack_v1alpha1_plan_proto_rawDescData
 }
 
-var file_volcano_repack_v1alpha1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_volcano_repack_v1alpha1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_volcano_repack_v1alpha1_plan_proto_goTypes = []any{
 	(*Fragmentation)(nil),         // 0: volcano.repack.v1alpha1.Fragmentation
 	(*RepackStatus)(nil),          // 1: volcano.repack.v1alpha1.RepackStatus
@@ -1891,13 +1971,14 @@ var file_volcano_repack_v1alpha1_plan_proto_goTypes = []any{
 	(*PodMove)(nil),               // 16: volcano.repack.v1alpha1.PodMove
 	(*Condition)(nil),             // 17: volcano.repack.v1alpha1.Condition
 	(*CandidateExplanation)(nil),  // 18: volcano.repack.v1alpha1.CandidateExplanation
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*PendingVerdict)(nil),        // 19: volcano.repack.v1alpha1.PendingVerdict
+	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
 }
 var file_volcano_repack_v1alpha1_plan_proto_depIdxs = []int32{
 	8,  // 0: volcano.repack.v1alpha1.RepackStatus.plan:type_name -> volcano.repack.v1alpha1.Plan
 	17, // 1: volcano.repack.v1alpha1.RepackStatus.conditions:type_name -> volcano.repack.v1alpha1.Condition
-	19, // 2: volcano.repack.v1alpha1.RepackStatus.start_time:type_name -> google.protobuf.Timestamp
-	19, // 3: volcano.repack.v1alpha1.RepackStatus.completion_time:type_name -> google.protobuf.Timestamp
+	20, // 2: volcano.repack.v1alpha1.RepackStatus.start_time:type_name -> google.protobuf.Timestamp
+	20, // 3: volcano.repack.v1alpha1.RepackStatus.completion_time:type_name -> google.protobuf.Timestamp
 	4,  // 4: volcano.repack.v1alpha1.RepackStatus.relocations:type_name -> volcano.repack.v1alpha1.Relocation
 	7,  // 5: volcano.repack.v1alpha1.RepackStatus.result:type_name -> volcano.repack.v1alpha1.ExecutionResult
 	2,  // 6: volcano.repack.v1alpha1.RepackStatus.target:type_name -> volcano.repack.v1alpha1.TargetProgress
@@ -1905,7 +1986,7 @@ var file_volcano_repack_v1alpha1_plan_proto_depIdxs = []int32{
 	15, // 8: volcano.repack.v1alpha1.Relocation.owner:type_name -> volcano.repack.v1alpha1.WorkloadOwner
 	5,  // 9: volcano.repack.v1alpha1.Relocation.eviction:type_name -> volcano.repack.v1alpha1.EvictionRecord
 	6,  // 10: volcano.repack.v1alpha1.Relocation.placement:type_name -> volcano.repack.v1alpha1.PlacementRecord
-	19, // 11: volcano.repack.v1alpha1.EvictionRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
+	20, // 11: volcano.repack.v1alpha1.EvictionRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
 	11, // 12: volcano.repack.v1alpha1.Plan.summary:type_name -> volcano.repack.v1alpha1.PlanSummary
 	14, // 13: volcano.repack.v1alpha1.Plan.moves:type_name -> volcano.repack.v1alpha1.WorkloadMove
 	18, // 14: volcano.repack.v1alpha1.Plan.candidates:type_name -> volcano.repack.v1alpha1.CandidateExplanation
@@ -1917,12 +1998,13 @@ var file_volcano_repack_v1alpha1_plan_proto_depIdxs = []int32{
 	12, // 20: volcano.repack.v1alpha1.PlanSummary.cost:type_name -> volcano.repack.v1alpha1.PlanCost
 	15, // 21: volcano.repack.v1alpha1.WorkloadMove.owner:type_name -> volcano.repack.v1alpha1.WorkloadOwner
 	16, // 22: volcano.repack.v1alpha1.WorkloadMove.pods:type_name -> volcano.repack.v1alpha1.PodMove
-	19, // 23: volcano.repack.v1alpha1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	20, // 23: volcano.repack.v1alpha1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	20, // 24: volcano.repack.v1alpha1.PendingVerdict.since:type_name -> google.protobuf.Timestamp
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_volcano_repack_v1alpha1_plan_proto_init() }
@@ -1938,7 +2020,7 @@ func file_volcano_repack_v1alpha1_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_volcano_repack_v1alpha1_plan_proto_rawDesc), len(file_volcano_repack_v1alpha1_plan_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -75,6 +75,169 @@ func (FailureCode) EnumDescriptor() ([]byte, []int) {
 	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{0}
 }
 
+type CheckPendingRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Source:
+	//
+	//	*CheckPendingRequest_Snapshot
+	//	*CheckPendingRequest_SessionId
+	Source isCheckPendingRequest_Source `protobuf_oneof:"source"`
+	// The run a trigger would create: goals, scope, maxPerRun and planner apply; `for` is ignored
+	// (each PodGroup is the target in turn).
+	Spec *RepackSpec `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	// namespace/name, most important first (a policy: the longest waiting first).
+	PodGroups []string `protobuf:"bytes,4,rep,name=pod_groups,json=podGroups,proto3" json:"pod_groups,omitempty"`
+	// Targeted plans to try at most (0: 1).
+	MaxPlans      int32 `protobuf:"varint,5,opt,name=max_plans,json=maxPlans,proto3" json:"max_plans,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckPendingRequest) Reset() {
+	*x = CheckPendingRequest{}
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckPendingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckPendingRequest) ProtoMessage() {}
+
+func (x *CheckPendingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckPendingRequest.ProtoReflect.Descriptor instead.
+func (*CheckPendingRequest) Descriptor() ([]byte, []int) {
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CheckPendingRequest) GetSource() isCheckPendingRequest_Source {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *CheckPendingRequest) GetSnapshot() *Snapshot {
+	if x != nil {
+		if x, ok := x.Source.(*CheckPendingRequest_Snapshot); ok {
+			return x.Snapshot
+		}
+	}
+	return nil
+}
+
+func (x *CheckPendingRequest) GetSessionId() string {
+	if x != nil {
+		if x, ok := x.Source.(*CheckPendingRequest_SessionId); ok {
+			return x.SessionId
+		}
+	}
+	return ""
+}
+
+func (x *CheckPendingRequest) GetSpec() *RepackSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *CheckPendingRequest) GetPodGroups() []string {
+	if x != nil {
+		return x.PodGroups
+	}
+	return nil
+}
+
+func (x *CheckPendingRequest) GetMaxPlans() int32 {
+	if x != nil {
+		return x.MaxPlans
+	}
+	return 0
+}
+
+type isCheckPendingRequest_Source interface {
+	isCheckPendingRequest_Source()
+}
+
+type CheckPendingRequest_Snapshot struct {
+	Snapshot *Snapshot `protobuf:"bytes,1,opt,name=snapshot,proto3,oneof"`
+}
+
+type CheckPendingRequest_SessionId struct {
+	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3,oneof"`
+}
+
+func (*CheckPendingRequest_Snapshot) isCheckPendingRequest_Source() {}
+
+func (*CheckPendingRequest_SessionId) isCheckPendingRequest_Source() {}
+
+type CheckPendingResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per requested PodGroup, in the request's order.
+	Verdicts      []*PendingVerdict `protobuf:"bytes,1,rep,name=verdicts,proto3" json:"verdicts,omitempty"`
+	Warnings      []string          `protobuf:"bytes,2,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckPendingResponse) Reset() {
+	*x = CheckPendingResponse{}
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckPendingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckPendingResponse) ProtoMessage() {}
+
+func (x *CheckPendingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckPendingResponse.ProtoReflect.Descriptor instead.
+func (*CheckPendingResponse) Descriptor() ([]byte, []int) {
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CheckPendingResponse) GetVerdicts() []*PendingVerdict {
+	if x != nil {
+		return x.Verdicts
+	}
+	return nil
+}
+
+func (x *CheckPendingResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
 type EvaluateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Source:
@@ -91,7 +254,7 @@ type EvaluateRequest struct {
 
 func (x *EvaluateRequest) Reset() {
 	*x = EvaluateRequest{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[0]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -103,7 +266,7 @@ func (x *EvaluateRequest) String() string {
 func (*EvaluateRequest) ProtoMessage() {}
 
 func (x *EvaluateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[0]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -116,7 +279,7 @@ func (x *EvaluateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateRequest.ProtoReflect.Descriptor instead.
 func (*EvaluateRequest) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{0}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *EvaluateRequest) GetSource() isEvaluateRequest_Source {
@@ -178,7 +341,7 @@ type EvaluateResponse struct {
 
 func (x *EvaluateResponse) Reset() {
 	*x = EvaluateResponse{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[1]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -190,7 +353,7 @@ func (x *EvaluateResponse) String() string {
 func (*EvaluateResponse) ProtoMessage() {}
 
 func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[1]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -203,7 +366,7 @@ func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateResponse.ProtoReflect.Descriptor instead.
 func (*EvaluateResponse) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{1}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *EvaluateResponse) GetResources() []*Fragmentation {
@@ -234,7 +397,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[2]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -246,7 +409,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[2]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -259,7 +422,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{2}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PlanRequest) GetSource() isPlanRequest_Source {
@@ -319,7 +482,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[3]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -331,7 +494,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[3]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -344,7 +507,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{3}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PlanResponse) GetStatus() *RepackStatus {
@@ -374,7 +537,7 @@ type FilterRequest struct {
 
 func (x *FilterRequest) Reset() {
 	*x = FilterRequest{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[4]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -386,7 +549,7 @@ func (x *FilterRequest) String() string {
 func (*FilterRequest) ProtoMessage() {}
 
 func (x *FilterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[4]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -399,7 +562,7 @@ func (x *FilterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterRequest.ProtoReflect.Descriptor instead.
 func (*FilterRequest) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{4}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FilterRequest) GetSource() isFilterRequest_Source {
@@ -511,7 +674,7 @@ type FilterResponse struct {
 
 func (x *FilterResponse) Reset() {
 	*x = FilterResponse{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[5]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -523,7 +686,7 @@ func (x *FilterResponse) String() string {
 func (*FilterResponse) ProtoMessage() {}
 
 func (x *FilterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[5]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -536,7 +699,7 @@ func (x *FilterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterResponse.ProtoReflect.Descriptor instead.
 func (*FilterResponse) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{5}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FilterResponse) GetFeasibleNodes() []string {
@@ -588,7 +751,7 @@ type FailureGroup struct {
 
 func (x *FailureGroup) Reset() {
 	*x = FailureGroup{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[6]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +763,7 @@ func (x *FailureGroup) String() string {
 func (*FailureGroup) ProtoMessage() {}
 
 func (x *FailureGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[6]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +776,7 @@ func (x *FailureGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailureGroup.ProtoReflect.Descriptor instead.
 func (*FailureGroup) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{6}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FailureGroup) GetReasons() []string {
@@ -657,7 +820,7 @@ type PrioritizeRequest struct {
 
 func (x *PrioritizeRequest) Reset() {
 	*x = PrioritizeRequest{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[7]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +832,7 @@ func (x *PrioritizeRequest) String() string {
 func (*PrioritizeRequest) ProtoMessage() {}
 
 func (x *PrioritizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[7]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +845,7 @@ func (x *PrioritizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrioritizeRequest.ProtoReflect.Descriptor instead.
 func (*PrioritizeRequest) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{7}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PrioritizeRequest) GetSource() isPrioritizeRequest_Source {
@@ -788,7 +951,7 @@ type PrioritizeResponse struct {
 
 func (x *PrioritizeResponse) Reset() {
 	*x = PrioritizeResponse{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[8]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -800,7 +963,7 @@ func (x *PrioritizeResponse) String() string {
 func (*PrioritizeResponse) ProtoMessage() {}
 
 func (x *PrioritizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[8]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -813,7 +976,7 @@ func (x *PrioritizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrioritizeResponse.ProtoReflect.Descriptor instead.
 func (*PrioritizeResponse) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{8}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PrioritizeResponse) GetScores() []*NodeScore {
@@ -849,7 +1012,7 @@ type NodeScore struct {
 
 func (x *NodeScore) Reset() {
 	*x = NodeScore{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[9]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -861,7 +1024,7 @@ func (x *NodeScore) String() string {
 func (*NodeScore) ProtoMessage() {}
 
 func (x *NodeScore) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[9]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -874,7 +1037,7 @@ func (x *NodeScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeScore.ProtoReflect.Descriptor instead.
 func (*NodeScore) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{9}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *NodeScore) GetNode() string {
@@ -914,7 +1077,7 @@ type OpenSessionRequest struct {
 
 func (x *OpenSessionRequest) Reset() {
 	*x = OpenSessionRequest{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[10]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +1089,7 @@ func (x *OpenSessionRequest) String() string {
 func (*OpenSessionRequest) ProtoMessage() {}
 
 func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[10]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1102,7 @@ func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionRequest.ProtoReflect.Descriptor instead.
 func (*OpenSessionRequest) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{10}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *OpenSessionRequest) GetSnapshot() *Snapshot {
@@ -977,7 +1140,7 @@ type OpenSessionResponse struct {
 
 func (x *OpenSessionResponse) Reset() {
 	*x = OpenSessionResponse{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[11]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -989,7 +1152,7 @@ func (x *OpenSessionResponse) String() string {
 func (*OpenSessionResponse) ProtoMessage() {}
 
 func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[11]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1002,7 +1165,7 @@ func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionResponse.ProtoReflect.Descriptor instead.
 func (*OpenSessionResponse) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{11}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *OpenSessionResponse) GetSessionId() string {
@@ -1049,7 +1212,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[12]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1061,7 +1224,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[12]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1074,7 +1237,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{12}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -1093,7 +1256,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[13]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1105,7 +1268,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[13]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1118,7 +1281,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{13}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CloseSessionResponse) GetClosed() bool {
@@ -1140,7 +1303,7 @@ type PipelineRequest struct {
 
 func (x *PipelineRequest) Reset() {
 	*x = PipelineRequest{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[14]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1152,7 +1315,7 @@ func (x *PipelineRequest) String() string {
 func (*PipelineRequest) ProtoMessage() {}
 
 func (x *PipelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[14]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1165,7 +1328,7 @@ func (x *PipelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipelineRequest.ProtoReflect.Descriptor instead.
 func (*PipelineRequest) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{14}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PipelineRequest) GetSessionId() string {
@@ -1197,7 +1360,7 @@ type PipelineResponse struct {
 
 func (x *PipelineResponse) Reset() {
 	*x = PipelineResponse{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[15]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1209,7 +1372,7 @@ func (x *PipelineResponse) String() string {
 func (*PipelineResponse) ProtoMessage() {}
 
 func (x *PipelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[15]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1222,7 +1385,7 @@ func (x *PipelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipelineResponse.ProtoReflect.Descriptor instead.
 func (*PipelineResponse) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{15}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{17}
 }
 
 // Replaces the previous supplement as a whole (an empty list clears that kind). A published
@@ -1239,7 +1402,7 @@ type SupplementRequest struct {
 
 func (x *SupplementRequest) Reset() {
 	*x = SupplementRequest{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[16]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1414,7 @@ func (x *SupplementRequest) String() string {
 func (*SupplementRequest) ProtoMessage() {}
 
 func (x *SupplementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[16]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1427,7 @@ func (x *SupplementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupplementRequest.ProtoReflect.Descriptor instead.
 func (*SupplementRequest) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{16}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SupplementRequest) GetNamespaces() []*Namespace {
@@ -1294,7 +1457,7 @@ type SupplementResponse struct {
 
 func (x *SupplementResponse) Reset() {
 	*x = SupplementResponse{}
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[17]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1469,7 @@ func (x *SupplementResponse) String() string {
 func (*SupplementResponse) ProtoMessage() {}
 
 func (x *SupplementResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[17]
+	mi := &file_volcano_repack_v1alpha1_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1482,7 @@ func (x *SupplementResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupplementResponse.ProtoReflect.Descriptor instead.
 func (*SupplementResponse) Descriptor() ([]byte, []int) {
-	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{17}
+	return file_volcano_repack_v1alpha1_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SupplementResponse) GetNamespaceCount() int32 {
@@ -1347,7 +1510,19 @@ var File_volcano_repack_v1alpha1_service_proto protoreflect.FileDescriptor
 
 const file_volcano_repack_v1alpha1_service_proto_rawDesc = "" +
 	"\n" +
-	"%volcano/repack/v1alpha1/service.proto\x12\x17volcano.repack.v1alpha1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\"volcano/repack/v1alpha1/plan.proto\x1a&volcano/repack/v1alpha1/snapshot.proto\x1a\"volcano/repack/v1alpha1/spec.proto\"\x9b\x01\n" +
+	"%volcano/repack/v1alpha1/service.proto\x12\x17volcano.repack.v1alpha1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\"volcano/repack/v1alpha1/plan.proto\x1a&volcano/repack/v1alpha1/snapshot.proto\x1a\"volcano/repack/v1alpha1/spec.proto\"\xf6\x01\n" +
+	"\x13CheckPendingRequest\x12?\n" +
+	"\bsnapshot\x18\x01 \x01(\v2!.volcano.repack.v1alpha1.SnapshotH\x00R\bsnapshot\x12\x1f\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tH\x00R\tsessionId\x127\n" +
+	"\x04spec\x18\x03 \x01(\v2#.volcano.repack.v1alpha1.RepackSpecR\x04spec\x12\x1d\n" +
+	"\n" +
+	"pod_groups\x18\x04 \x03(\tR\tpodGroups\x12\x1b\n" +
+	"\tmax_plans\x18\x05 \x01(\x05R\bmaxPlansB\b\n" +
+	"\x06source\"w\n" +
+	"\x14CheckPendingResponse\x12C\n" +
+	"\bverdicts\x18\x01 \x03(\v2'.volcano.repack.v1alpha1.PendingVerdictR\bverdicts\x12\x1a\n" +
+	"\bwarnings\x18\x02 \x03(\tR\bwarnings\"\x9b\x01\n" +
 	"\x0fEvaluateRequest\x12?\n" +
 	"\bsnapshot\x18\x01 \x01(\v2!.volcano.repack.v1alpha1.SnapshotH\x00R\bsnapshot\x12\x1f\n" +
 	"\n" +
@@ -1443,7 +1618,7 @@ const file_volcano_repack_v1alpha1_service_proto_rawDesc = "" +
 	"\vFailureCode\x12\x1c\n" +
 	"\x18FAILURE_CODE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rUNSCHEDULABLE\x10\x01\x12\"\n" +
-	"\x1eUNSCHEDULABLE_AND_UNRESOLVABLE\x10\x022\x9f\x06\n" +
+	"\x1eUNSCHEDULABLE_AND_UNRESOLVABLE\x10\x022\x8c\a\n" +
 	"\x06Repack\x12_\n" +
 	"\bEvaluate\x12(.volcano.repack.v1alpha1.EvaluateRequest\x1a).volcano.repack.v1alpha1.EvaluateResponse\x12S\n" +
 	"\x04Plan\x12$.volcano.repack.v1alpha1.PlanRequest\x1a%.volcano.repack.v1alpha1.PlanResponse\x12Y\n" +
@@ -1454,7 +1629,8 @@ const file_volcano_repack_v1alpha1_service_proto_rawDesc = "" +
 	"\fCloseSession\x12,.volcano.repack.v1alpha1.CloseSessionRequest\x1a-.volcano.repack.v1alpha1.CloseSessionResponse\x12_\n" +
 	"\bPipeline\x12(.volcano.repack.v1alpha1.PipelineRequest\x1a).volcano.repack.v1alpha1.PipelineResponse\x12e\n" +
 	"\n" +
-	"Supplement\x12*.volcano.repack.v1alpha1.SupplementRequest\x1a+.volcano.repack.v1alpha1.SupplementResponseB)Z'volcano.sh/repack/api/v1alpha1;v1alpha1b\x06proto3"
+	"Supplement\x12*.volcano.repack.v1alpha1.SupplementRequest\x1a+.volcano.repack.v1alpha1.SupplementResponse\x12k\n" +
+	"\fCheckPending\x12,.volcano.repack.v1alpha1.CheckPendingRequest\x1a-.volcano.repack.v1alpha1.CheckPendingResponseB)Z'volcano.sh/repack/api/v1alpha1;v1alpha1b\x06proto3"
 
 var (
 	file_volcano_repack_v1alpha1_service_proto_rawDescOnce sync.Once
@@ -1469,77 +1645,85 @@ func file_volcano_repack_v1alpha1_service_proto_rawDescGZIP() []byte {
 }
 
 var file_volcano_repack_v1alpha1_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_volcano_repack_v1alpha1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_volcano_repack_v1alpha1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_volcano_repack_v1alpha1_service_proto_goTypes = []any{
 	(FailureCode)(0),              // 0: volcano.repack.v1alpha1.FailureCode
-	(*EvaluateRequest)(nil),       // 1: volcano.repack.v1alpha1.EvaluateRequest
-	(*EvaluateResponse)(nil),      // 2: volcano.repack.v1alpha1.EvaluateResponse
-	(*PlanRequest)(nil),           // 3: volcano.repack.v1alpha1.PlanRequest
-	(*PlanResponse)(nil),          // 4: volcano.repack.v1alpha1.PlanResponse
-	(*FilterRequest)(nil),         // 5: volcano.repack.v1alpha1.FilterRequest
-	(*FilterResponse)(nil),        // 6: volcano.repack.v1alpha1.FilterResponse
-	(*FailureGroup)(nil),          // 7: volcano.repack.v1alpha1.FailureGroup
-	(*PrioritizeRequest)(nil),     // 8: volcano.repack.v1alpha1.PrioritizeRequest
-	(*PrioritizeResponse)(nil),    // 9: volcano.repack.v1alpha1.PrioritizeResponse
-	(*NodeScore)(nil),             // 10: volcano.repack.v1alpha1.NodeScore
-	(*OpenSessionRequest)(nil),    // 11: volcano.repack.v1alpha1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),   // 12: volcano.repack.v1alpha1.OpenSessionResponse
-	(*CloseSessionRequest)(nil),   // 13: volcano.repack.v1alpha1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),  // 14: volcano.repack.v1alpha1.CloseSessionResponse
-	(*PipelineRequest)(nil),       // 15: volcano.repack.v1alpha1.PipelineRequest
-	(*PipelineResponse)(nil),      // 16: volcano.repack.v1alpha1.PipelineResponse
-	(*SupplementRequest)(nil),     // 17: volcano.repack.v1alpha1.SupplementRequest
-	(*SupplementResponse)(nil),    // 18: volcano.repack.v1alpha1.SupplementResponse
-	nil,                           // 19: volcano.repack.v1alpha1.NodeScore.PluginsEntry
-	(*Snapshot)(nil),              // 20: volcano.repack.v1alpha1.Snapshot
-	(*Fragmentation)(nil),         // 21: volcano.repack.v1alpha1.Fragmentation
-	(*RepackSpec)(nil),            // 22: volcano.repack.v1alpha1.RepackSpec
-	(*RepackStatus)(nil),          // 23: volcano.repack.v1alpha1.RepackStatus
-	(*Task)(nil),                  // 24: volcano.repack.v1alpha1.Task
-	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
-	(*Namespace)(nil),             // 26: volcano.repack.v1alpha1.Namespace
-	(*PodDisruptionBudget)(nil),   // 27: volcano.repack.v1alpha1.PodDisruptionBudget
+	(*CheckPendingRequest)(nil),   // 1: volcano.repack.v1alpha1.CheckPendingRequest
+	(*CheckPendingResponse)(nil),  // 2: volcano.repack.v1alpha1.CheckPendingResponse
+	(*EvaluateRequest)(nil),       // 3: volcano.repack.v1alpha1.EvaluateRequest
+	(*EvaluateResponse)(nil),      // 4: volcano.repack.v1alpha1.EvaluateResponse
+	(*PlanRequest)(nil),           // 5: volcano.repack.v1alpha1.PlanRequest
+	(*PlanResponse)(nil),          // 6: volcano.repack.v1alpha1.PlanResponse
+	(*FilterRequest)(nil),         // 7: volcano.repack.v1alpha1.FilterRequest
+	(*FilterResponse)(nil),        // 8: volcano.repack.v1alpha1.FilterResponse
+	(*FailureGroup)(nil),          // 9: volcano.repack.v1alpha1.FailureGroup
+	(*PrioritizeRequest)(nil),     // 10: volcano.repack.v1alpha1.PrioritizeRequest
+	(*PrioritizeResponse)(nil),    // 11: volcano.repack.v1alpha1.PrioritizeResponse
+	(*NodeScore)(nil),             // 12: volcano.repack.v1alpha1.NodeScore
+	(*OpenSessionRequest)(nil),    // 13: volcano.repack.v1alpha1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),   // 14: volcano.repack.v1alpha1.OpenSessionResponse
+	(*CloseSessionRequest)(nil),   // 15: volcano.repack.v1alpha1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),  // 16: volcano.repack.v1alpha1.CloseSessionResponse
+	(*PipelineRequest)(nil),       // 17: volcano.repack.v1alpha1.PipelineRequest
+	(*PipelineResponse)(nil),      // 18: volcano.repack.v1alpha1.PipelineResponse
+	(*SupplementRequest)(nil),     // 19: volcano.repack.v1alpha1.SupplementRequest
+	(*SupplementResponse)(nil),    // 20: volcano.repack.v1alpha1.SupplementResponse
+	nil,                           // 21: volcano.repack.v1alpha1.NodeScore.PluginsEntry
+	(*Snapshot)(nil),              // 22: volcano.repack.v1alpha1.Snapshot
+	(*RepackSpec)(nil),            // 23: volcano.repack.v1alpha1.RepackSpec
+	(*PendingVerdict)(nil),        // 24: volcano.repack.v1alpha1.PendingVerdict
+	(*Fragmentation)(nil),         // 25: volcano.repack.v1alpha1.Fragmentation
+	(*RepackStatus)(nil),          // 26: volcano.repack.v1alpha1.RepackStatus
+	(*Task)(nil),                  // 27: volcano.repack.v1alpha1.Task
+	(*timestamppb.Timestamp)(nil), // 28: google.protobuf.Timestamp
+	(*Namespace)(nil),             // 29: volcano.repack.v1alpha1.Namespace
+	(*PodDisruptionBudget)(nil),   // 30: volcano.repack.v1alpha1.PodDisruptionBudget
 }
 var file_volcano_repack_v1alpha1_service_proto_depIdxs = []int32{
-	20, // 0: volcano.repack.v1alpha1.EvaluateRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
-	21, // 1: volcano.repack.v1alpha1.EvaluateResponse.resources:type_name -> volcano.repack.v1alpha1.Fragmentation
-	20, // 2: volcano.repack.v1alpha1.PlanRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
-	22, // 3: volcano.repack.v1alpha1.PlanRequest.spec:type_name -> volcano.repack.v1alpha1.RepackSpec
-	23, // 4: volcano.repack.v1alpha1.PlanResponse.status:type_name -> volcano.repack.v1alpha1.RepackStatus
-	20, // 5: volcano.repack.v1alpha1.FilterRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
-	24, // 6: volcano.repack.v1alpha1.FilterRequest.task:type_name -> volcano.repack.v1alpha1.Task
-	7,  // 7: volcano.repack.v1alpha1.FilterResponse.failures:type_name -> volcano.repack.v1alpha1.FailureGroup
-	0,  // 8: volcano.repack.v1alpha1.FailureGroup.code:type_name -> volcano.repack.v1alpha1.FailureCode
-	20, // 9: volcano.repack.v1alpha1.PrioritizeRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
-	24, // 10: volcano.repack.v1alpha1.PrioritizeRequest.task:type_name -> volcano.repack.v1alpha1.Task
-	10, // 11: volcano.repack.v1alpha1.PrioritizeResponse.scores:type_name -> volcano.repack.v1alpha1.NodeScore
-	7,  // 12: volcano.repack.v1alpha1.PrioritizeResponse.failures:type_name -> volcano.repack.v1alpha1.FailureGroup
-	19, // 13: volcano.repack.v1alpha1.NodeScore.plugins:type_name -> volcano.repack.v1alpha1.NodeScore.PluginsEntry
-	20, // 14: volcano.repack.v1alpha1.OpenSessionRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
-	25, // 15: volcano.repack.v1alpha1.OpenSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
-	26, // 16: volcano.repack.v1alpha1.SupplementRequest.namespaces:type_name -> volcano.repack.v1alpha1.Namespace
-	27, // 17: volcano.repack.v1alpha1.SupplementRequest.pdbs:type_name -> volcano.repack.v1alpha1.PodDisruptionBudget
-	1,  // 18: volcano.repack.v1alpha1.Repack.Evaluate:input_type -> volcano.repack.v1alpha1.EvaluateRequest
-	3,  // 19: volcano.repack.v1alpha1.Repack.Plan:input_type -> volcano.repack.v1alpha1.PlanRequest
-	5,  // 20: volcano.repack.v1alpha1.Repack.Filter:input_type -> volcano.repack.v1alpha1.FilterRequest
-	8,  // 21: volcano.repack.v1alpha1.Repack.Prioritize:input_type -> volcano.repack.v1alpha1.PrioritizeRequest
-	11, // 22: volcano.repack.v1alpha1.Repack.OpenSession:input_type -> volcano.repack.v1alpha1.OpenSessionRequest
-	13, // 23: volcano.repack.v1alpha1.Repack.CloseSession:input_type -> volcano.repack.v1alpha1.CloseSessionRequest
-	15, // 24: volcano.repack.v1alpha1.Repack.Pipeline:input_type -> volcano.repack.v1alpha1.PipelineRequest
-	17, // 25: volcano.repack.v1alpha1.Repack.Supplement:input_type -> volcano.repack.v1alpha1.SupplementRequest
-	2,  // 26: volcano.repack.v1alpha1.Repack.Evaluate:output_type -> volcano.repack.v1alpha1.EvaluateResponse
-	4,  // 27: volcano.repack.v1alpha1.Repack.Plan:output_type -> volcano.repack.v1alpha1.PlanResponse
-	6,  // 28: volcano.repack.v1alpha1.Repack.Filter:output_type -> volcano.repack.v1alpha1.FilterResponse
-	9,  // 29: volcano.repack.v1alpha1.Repack.Prioritize:output_type -> volcano.repack.v1alpha1.PrioritizeResponse
-	12, // 30: volcano.repack.v1alpha1.Repack.OpenSession:output_type -> volcano.repack.v1alpha1.OpenSessionResponse
-	14, // 31: volcano.repack.v1alpha1.Repack.CloseSession:output_type -> volcano.repack.v1alpha1.CloseSessionResponse
-	16, // 32: volcano.repack.v1alpha1.Repack.Pipeline:output_type -> volcano.repack.v1alpha1.PipelineResponse
-	18, // 33: volcano.repack.v1alpha1.Repack.Supplement:output_type -> volcano.repack.v1alpha1.SupplementResponse
-	26, // [26:34] is the sub-list for method output_type
-	18, // [18:26] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	22, // 0: volcano.repack.v1alpha1.CheckPendingRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
+	23, // 1: volcano.repack.v1alpha1.CheckPendingRequest.spec:type_name -> volcano.repack.v1alpha1.RepackSpec
+	24, // 2: volcano.repack.v1alpha1.CheckPendingResponse.verdicts:type_name -> volcano.repack.v1alpha1.PendingVerdict
+	22, // 3: volcano.repack.v1alpha1.EvaluateRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
+	25, // 4: volcano.repack.v1alpha1.EvaluateResponse.resources:type_name -> volcano.repack.v1alpha1.Fragmentation
+	22, // 5: volcano.repack.v1alpha1.PlanRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
+	23, // 6: volcano.repack.v1alpha1.PlanRequest.spec:type_name -> volcano.repack.v1alpha1.RepackSpec
+	26, // 7: volcano.repack.v1alpha1.PlanResponse.status:type_name -> volcano.repack.v1alpha1.RepackStatus
+	22, // 8: volcano.repack.v1alpha1.FilterRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
+	27, // 9: volcano.repack.v1alpha1.FilterRequest.task:type_name -> volcano.repack.v1alpha1.Task
+	9,  // 10: volcano.repack.v1alpha1.FilterResponse.failures:type_name -> volcano.repack.v1alpha1.FailureGroup
+	0,  // 11: volcano.repack.v1alpha1.FailureGroup.code:type_name -> volcano.repack.v1alpha1.FailureCode
+	22, // 12: volcano.repack.v1alpha1.PrioritizeRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
+	27, // 13: volcano.repack.v1alpha1.PrioritizeRequest.task:type_name -> volcano.repack.v1alpha1.Task
+	12, // 14: volcano.repack.v1alpha1.PrioritizeResponse.scores:type_name -> volcano.repack.v1alpha1.NodeScore
+	9,  // 15: volcano.repack.v1alpha1.PrioritizeResponse.failures:type_name -> volcano.repack.v1alpha1.FailureGroup
+	21, // 16: volcano.repack.v1alpha1.NodeScore.plugins:type_name -> volcano.repack.v1alpha1.NodeScore.PluginsEntry
+	22, // 17: volcano.repack.v1alpha1.OpenSessionRequest.snapshot:type_name -> volcano.repack.v1alpha1.Snapshot
+	28, // 18: volcano.repack.v1alpha1.OpenSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 19: volcano.repack.v1alpha1.SupplementRequest.namespaces:type_name -> volcano.repack.v1alpha1.Namespace
+	30, // 20: volcano.repack.v1alpha1.SupplementRequest.pdbs:type_name -> volcano.repack.v1alpha1.PodDisruptionBudget
+	3,  // 21: volcano.repack.v1alpha1.Repack.Evaluate:input_type -> volcano.repack.v1alpha1.EvaluateRequest
+	5,  // 22: volcano.repack.v1alpha1.Repack.Plan:input_type -> volcano.repack.v1alpha1.PlanRequest
+	7,  // 23: volcano.repack.v1alpha1.Repack.Filter:input_type -> volcano.repack.v1alpha1.FilterRequest
+	10, // 24: volcano.repack.v1alpha1.Repack.Prioritize:input_type -> volcano.repack.v1alpha1.PrioritizeRequest
+	13, // 25: volcano.repack.v1alpha1.Repack.OpenSession:input_type -> volcano.repack.v1alpha1.OpenSessionRequest
+	15, // 26: volcano.repack.v1alpha1.Repack.CloseSession:input_type -> volcano.repack.v1alpha1.CloseSessionRequest
+	17, // 27: volcano.repack.v1alpha1.Repack.Pipeline:input_type -> volcano.repack.v1alpha1.PipelineRequest
+	19, // 28: volcano.repack.v1alpha1.Repack.Supplement:input_type -> volcano.repack.v1alpha1.SupplementRequest
+	1,  // 29: volcano.repack.v1alpha1.Repack.CheckPending:input_type -> volcano.repack.v1alpha1.CheckPendingRequest
+	4,  // 30: volcano.repack.v1alpha1.Repack.Evaluate:output_type -> volcano.repack.v1alpha1.EvaluateResponse
+	6,  // 31: volcano.repack.v1alpha1.Repack.Plan:output_type -> volcano.repack.v1alpha1.PlanResponse
+	8,  // 32: volcano.repack.v1alpha1.Repack.Filter:output_type -> volcano.repack.v1alpha1.FilterResponse
+	11, // 33: volcano.repack.v1alpha1.Repack.Prioritize:output_type -> volcano.repack.v1alpha1.PrioritizeResponse
+	14, // 34: volcano.repack.v1alpha1.Repack.OpenSession:output_type -> volcano.repack.v1alpha1.OpenSessionResponse
+	16, // 35: volcano.repack.v1alpha1.Repack.CloseSession:output_type -> volcano.repack.v1alpha1.CloseSessionResponse
+	18, // 36: volcano.repack.v1alpha1.Repack.Pipeline:output_type -> volcano.repack.v1alpha1.PipelineResponse
+	20, // 37: volcano.repack.v1alpha1.Repack.Supplement:output_type -> volcano.repack.v1alpha1.SupplementResponse
+	2,  // 38: volcano.repack.v1alpha1.Repack.CheckPending:output_type -> volcano.repack.v1alpha1.CheckPendingResponse
+	30, // [30:39] is the sub-list for method output_type
+	21, // [21:30] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_volcano_repack_v1alpha1_service_proto_init() }
@@ -1551,20 +1735,24 @@ func file_volcano_repack_v1alpha1_service_proto_init() {
 	file_volcano_repack_v1alpha1_snapshot_proto_init()
 	file_volcano_repack_v1alpha1_spec_proto_init()
 	file_volcano_repack_v1alpha1_service_proto_msgTypes[0].OneofWrappers = []any{
+		(*CheckPendingRequest_Snapshot)(nil),
+		(*CheckPendingRequest_SessionId)(nil),
+	}
+	file_volcano_repack_v1alpha1_service_proto_msgTypes[2].OneofWrappers = []any{
 		(*EvaluateRequest_Snapshot)(nil),
 		(*EvaluateRequest_SessionId)(nil),
 	}
-	file_volcano_repack_v1alpha1_service_proto_msgTypes[2].OneofWrappers = []any{
+	file_volcano_repack_v1alpha1_service_proto_msgTypes[4].OneofWrappers = []any{
 		(*PlanRequest_Snapshot)(nil),
 		(*PlanRequest_SessionId)(nil),
 	}
-	file_volcano_repack_v1alpha1_service_proto_msgTypes[4].OneofWrappers = []any{
+	file_volcano_repack_v1alpha1_service_proto_msgTypes[6].OneofWrappers = []any{
 		(*FilterRequest_Snapshot)(nil),
 		(*FilterRequest_SessionId)(nil),
 		(*FilterRequest_TaskUid)(nil),
 		(*FilterRequest_Task)(nil),
 	}
-	file_volcano_repack_v1alpha1_service_proto_msgTypes[7].OneofWrappers = []any{
+	file_volcano_repack_v1alpha1_service_proto_msgTypes[9].OneofWrappers = []any{
 		(*PrioritizeRequest_Snapshot)(nil),
 		(*PrioritizeRequest_SessionId)(nil),
 		(*PrioritizeRequest_TaskUid)(nil),
@@ -1576,7 +1764,7 @@ func file_volcano_repack_v1alpha1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_volcano_repack_v1alpha1_service_proto_rawDesc), len(file_volcano_repack_v1alpha1_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,7 @@ const (
 	Repack_CloseSession_FullMethodName = "/volcano.repack.v1alpha1.Repack/CloseSession"
 	Repack_Pipeline_FullMethodName     = "/volcano.repack.v1alpha1.Repack/Pipeline"
 	Repack_Supplement_FullMethodName   = "/volcano.repack.v1alpha1.Repack/Supplement"
+	Repack_CheckPending_FullMethodName = "/volcano.repack.v1alpha1.Repack/CheckPending"
 )
 
 // RepackClient is the client API for Repack service.
@@ -58,6 +59,12 @@ type RepackClient interface {
 	// namespace labels and PodDisruptionBudgets, sent by the watcher from its informers. Kept and
 	// merged into every later published session; `latest` is re-published merged at once.
 	Supplement(ctx context.Context, in *SupplementRequest, opts ...grpc.CallOption) (*SupplementResponse, error)
+	// Why each of many waiting PodGroups waits (a RepackPolicy's whenPending check): already
+	// running, fits now, waits for enqueue (no pods yet), blocked by capacity (no repack can make
+	// room), or by fragmentation (a targeted plan lets it start). Cheap bounds decide most groups;
+	// targeted plans are made, in the order given, only for groups the bounds cannot rule out, until
+	// one succeeds or max_plans were tried.
+	CheckPending(ctx context.Context, in *CheckPendingRequest, opts ...grpc.CallOption) (*CheckPendingResponse, error)
 }
 
 type repackClient struct {
@@ -148,6 +155,16 @@ func (c *repackClient) Supplement(ctx context.Context, in *SupplementRequest, op
 	return out, nil
 }
 
+func (c *repackClient) CheckPending(ctx context.Context, in *CheckPendingRequest, opts ...grpc.CallOption) (*CheckPendingResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckPendingResponse)
+	err := c.cc.Invoke(ctx, Repack_CheckPending_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RepackServer is the server API for Repack service.
 // All implementations must embed UnimplementedRepackServer
 // for forward compatibility.
@@ -174,6 +191,12 @@ type RepackServer interface {
 	// namespace labels and PodDisruptionBudgets, sent by the watcher from its informers. Kept and
 	// merged into every later published session; `latest` is re-published merged at once.
 	Supplement(context.Context, *SupplementRequest) (*SupplementResponse, error)
+	// Why each of many waiting PodGroups waits (a RepackPolicy's whenPending check): already
+	// running, fits now, waits for enqueue (no pods yet), blocked by capacity (no repack can make
+	// room), or by fragmentation (a targeted plan lets it start). Cheap bounds decide most groups;
+	// targeted plans are made, in the order given, only for groups the bounds cannot rule out, until
+	// one succeeds or max_plans were tried.
+	CheckPending(context.Context, *CheckPendingRequest) (*CheckPendingResponse, error)
 	mustEmbedUnimplementedRepackServer()
 }
 
@@ -207,6 +230,9 @@ func (UnimplementedRepackServer) Pipeline(context.Context, *PipelineRequest) (*P
 }
 func (UnimplementedRepackServer) Supplement(context.Context, *SupplementRequest) (*SupplementResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Supplement not implemented")
+}
+func (UnimplementedRepackServer) CheckPending(context.Context, *CheckPendingRequest) (*CheckPendingResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CheckPending not implemented")
 }
 func (UnimplementedRepackServer) mustEmbedUnimplementedRepackServer() {}
 func (UnimplementedRepackServer) testEmbeddedByValue()                {}
@@ -373,6 +399,24 @@ func _Repack_Supplement_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Repack_CheckPending_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckPendingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RepackServer).CheckPending(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Repack_CheckPending_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RepackServer).CheckPending(ctx, req.(*CheckPendingRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Repack_ServiceDesc is the grpc.ServiceDesc for Repack service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -411,6 +455,10 @@ var Repack_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Supplement",
 			Handler:    _Repack_Supplement_Handler,
+		},
+		{
+			MethodName: "CheckPending",
+			Handler:    _Repack_CheckPending_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -310,3 +310,15 @@ class CandidateExplanation(_message.Message):
     reason: str
     message: str
     def __init__(self, node: _Optional[str] = ..., selected: _Optional[bool] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class PendingVerdict(_message.Message):
+    __slots__ = ("pod_group", "verdict", "message", "since")
+    POD_GROUP_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    pod_group: str
+    verdict: str
+    message: str
+    since: _timestamp_pb2.Timestamp
+    def __init__(self, pod_group: _Optional[str] = ..., verdict: _Optional[str] = ..., message: _Optional[str] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

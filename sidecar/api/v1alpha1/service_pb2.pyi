@@ -22,6 +22,28 @@ FAILURE_CODE_UNSPECIFIED: FailureCode
 UNSCHEDULABLE: FailureCode
 UNSCHEDULABLE_AND_UNRESOLVABLE: FailureCode
 
+class CheckPendingRequest(_message.Message):
+    __slots__ = ("snapshot", "session_id", "spec", "pod_groups", "max_plans")
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    MAX_PLANS_FIELD_NUMBER: _ClassVar[int]
+    snapshot: _snapshot_pb2.Snapshot
+    session_id: str
+    spec: _spec_pb2.RepackSpec
+    pod_groups: _containers.RepeatedScalarFieldContainer[str]
+    max_plans: int
+    def __init__(self, snapshot: _Optional[_Union[_snapshot_pb2.Snapshot, _Mapping]] = ..., session_id: _Optional[str] = ..., spec: _Optional[_Union[_spec_pb2.RepackSpec, _Mapping]] = ..., pod_groups: _Optional[_Iterable[str]] = ..., max_plans: _Optional[int] = ...) -> None: ...
+
+class CheckPendingResponse(_message.Message):
+    __slots__ = ("verdicts", "warnings")
+    VERDICTS_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    verdicts: _containers.RepeatedCompositeFieldContainer[_plan_pb2.PendingVerdict]
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, verdicts: _Optional[_Iterable[_Union[_plan_pb2.PendingVerdict, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class EvaluateRequest(_message.Message):
     __slots__ = ("snapshot", "session_id", "resources")
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]

@@ -74,6 +74,11 @@ class RepackStub:
                 request_serializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.SupplementRequest.SerializeToString,
                 response_deserializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.SupplementResponse.FromString,
                 _registered_method=True)
+        self.CheckPending = channel.unary_unary(
+                '/volcano.repack.v1alpha1.Repack/CheckPending',
+                request_serializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CheckPendingRequest.SerializeToString,
+                response_deserializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CheckPendingResponse.FromString,
+                _registered_method=True)
 
 
 class RepackServicer:
@@ -141,6 +146,17 @@ class RepackServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CheckPending(self, request, context):
+        """Why each of many waiting PodGroups waits (a RepackPolicy's whenPending check): already
+        running, fits now, waits for enqueue (no pods yet), blocked by capacity (no repack can make
+        room), or by fragmentation (a targeted plan lets it start). Cheap bounds decide most groups;
+        targeted plans are made, in the order given, only for groups the bounds cannot rule out, until
+        one succeeds or max_plans were tried.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RepackServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -183,6 +199,11 @@ def add_RepackServicer_to_server(servicer, server):
                     servicer.Supplement,
                     request_deserializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.SupplementRequest.FromString,
                     response_serializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.SupplementResponse.SerializeToString,
+            ),
+            'CheckPending': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckPending,
+                    request_deserializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CheckPendingRequest.FromString,
+                    response_serializer=volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CheckPendingResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -401,6 +422,33 @@ class Repack:
             '/volcano.repack.v1alpha1.Repack/Supplement',
             volcano_dot_repack_dot_v1alpha1_dot_service__pb2.SupplementRequest.SerializeToString,
             volcano_dot_repack_dot_v1alpha1_dot_service__pb2.SupplementResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckPending(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/volcano.repack.v1alpha1.Repack/CheckPending',
+            volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CheckPendingRequest.SerializeToString,
+            volcano_dot_repack_dot_v1alpha1_dot_service__pb2.CheckPendingResponse.FromString,
             options,
             channel_credentials,
             insecure,
