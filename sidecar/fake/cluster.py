@@ -41,11 +41,11 @@ JOBS = Resource("jobs", "Job", "batch.volcano.sh", "v1alpha1")
 MODELSERVINGS = Resource("modelservings", "ModelServing", "workload.serving.volcano.sh", "v1alpha1")
 RESOURCES: tuple[Resource, ...] = (
     port.NAMESPACES, port.NODES, PODS, port.EVENTS, port.SECRETS, port.PDBS, port.LEASES,
-    port.WEBHOOK_CONFIGURATIONS, port.PODGROUPS, port.REPACKRUNS, JOBS, MODELSERVINGS,
+    port.WEBHOOK_CONFIGURATIONS, port.PODGROUPS, port.REPACKRUNS, port.REPACKPOLICIES, JOBS, MODELSERVINGS,
 )  # fmt: skip
 #: kinds served with a status subresource: a write of the object keeps the stored status
-WITH_STATUS = frozenset({"namespaces", "nodes", "pods", "poddisruptionbudgets", "podgroups", "repackruns", "jobs",
-                         "modelservings"})  # fmt: skip
+WITH_STATUS = frozenset({"namespaces", "nodes", "pods", "poddisruptionbudgets", "podgroups", "repackruns",
+                         "repackpolicies", "jobs", "modelservings"})  # fmt: skip
 #: (apiVersion, kind) -> resource, for ``load``
 BY_KIND = {(r.api_version, r.kind): r for r in RESOURCES}
 #: an AdmissionReview v1 in, the answered one out (a mutating webhook, called in process)

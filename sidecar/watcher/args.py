@@ -76,6 +76,8 @@ class WatchOptions:
     webhook: WebhookFlags = field(default_factory=WebhookFlags)
     #: seconds a run waits for a sidecar that does not answer before it fails PlannerUnavailable
     planner_wait: float = 60.0
+    #: seconds between two whenPending checks of a RepackPolicy
+    policy_resync: float = 30.0
 
 
 def watch_arguments(parser: argparse.ArgumentParser) -> None:
@@ -124,6 +126,13 @@ def watch_arguments(parser: argparse.ArgumentParser) -> None:
         "this many seconds old, else on the informer cache; 0: always the informer cache",
     )
     parser.add_argument(
+        "--policy-resync",
+        type=float,
+        default=d.policy_resync,
+        help="seconds between two whenPending checks of a RepackPolicy (each asks the sidecar why the waiting "
+        "PodGroups wait)",
+    )
+    parser.add_argument(
         "--planner-wait",
         type=float,
         default=d.planner_wait,
@@ -170,9 +179,9 @@ def watch_arguments(parser: argparse.ArgumentParser) -> None:
 def watch_options(ns: argparse.Namespace) -> WatchOptions:
     """The parsed flags, checked (a bad value is an InputError: exit 2)."""
     seconds = ("period", "sync_period", "resync", "execute_cooldown", "eviction_timeout", "execution_timeout",
-               "session_max_age", "planner_wait")  # fmt: skip
+               "session_max_age", "planner_wait", "policy_resync")  # fmt: skip
     for flag in (*seconds, "gate_timeout"):
-        value, positive = getattr(ns, flag), flag in ("period", "sync_period", "gate_timeout")
+        value, positive = getattr(ns, flag), flag in ("period", "sync_period", "gate_timeout", "policy_resync")
         if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
             need = "a finite number of seconds " + ("> 0" if positive else ">= 0")
             raise InputError(f"--{flag.replace('_', '-')}", f"must be {need}, got {value:g}")
@@ -200,6 +209,7 @@ def watch_options(ns: argparse.Namespace) -> WatchOptions:
         metrics_host=ns.metrics_host,
         session_max_age=ns.session_max_age,
         planner_wait=ns.planner_wait,
+        policy_resync=ns.policy_resync,
         webhook=WebhookFlags(
             port=ns.webhook_port,
             host=ns.webhook_host,

@@ -27,11 +27,12 @@ from sidecar.watcher.gate import certs
 from sidecar.watcher.gate.index import GateIndex, Lifter, owner_from
 from sidecar.watcher.gate.webhook import WebhookServer
 from sidecar.watcher.kit.cache import ClusterCache
-from sidecar.watcher.kit.controller import Controller, Reconciler
+from sidecar.watcher.kit.controller import Controller, Controllers, Reconciler
 from sidecar.watcher.kit.kube import connect
 from sidecar.watcher.kit.lease import LeaderElector, LeaseConfig
-from sidecar.watcher.kit.port import Cluster
+from sidecar.watcher.kit.port import REPACKPOLICIES, Cluster
 from sidecar.watcher.kit.status import utcnow
+from sidecar.watcher.policy.reconciler import PolicyOptions, PolicyReconciler, owner_policies
 from sidecar.watcher.sidecarport import InProcessSidecar, Sidecar
 from sidecar.watcher.supplement import SupplementPusher
 from sidecar.watcher.ttl import TTLReconciler
@@ -76,17 +77,17 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _lead(controller: Controller) -> None:
+def _lead(controller: Controller | Controllers) -> None:
     observe.leading(True)
     controller.start_leading()
 
 
-def _follow(controller: Controller) -> None:
+def _follow(controller: Controller | Controllers) -> None:
     controller.stop_leading()
     observe.leading(False)
 
 
-def _serve_metrics(options: WatchOptions, cache: ClusterCache, controller: Controller) -> PortServer:
+def _serve_metrics(options: WatchOptions, cache: ClusterCache, controller: Controller | Controllers) -> PortServer:
     """``--metrics-port``: Prometheus text and the probes; the observer feeds the counters from now on."""
     from sidecar.watcher import metrics  # prometheus_client only when asked for
 
@@ -108,6 +109,29 @@ def build_controller(cluster: Cluster, sidecar: Sidecar, cache: ClusterCache, op
         sync_period=options.sync_period,
         chores=chores,
         maps=ExecuteEvents.maps(cache),
+    )
+
+
+def build_policy_controller(
+    cluster: Cluster, sidecar: Sidecar, cache: ClusterCache, options: WatchOptions
+) -> Controller:
+    """The RepackPolicy controller: its runs' events bring a policy back (outcome, history, Forbid)."""
+    policies = PolicyReconciler(
+        cluster,
+        sidecar,
+        runs=cache.list_runs,
+        pod_groups=cache.pod_groups.items,
+        snapshot=cache.snapshot,
+        options=PolicyOptions(resync=options.policy_resync),
+    )
+    return Controller(
+        cluster,
+        [policies],
+        cache=cache,
+        period=options.period,
+        sync_period=options.sync_period,
+        maps=[(cache.runs, owner_policies)],
+        resource=REPACKPOLICIES,
     )
 
 
@@ -159,7 +183,11 @@ def watch(options: WatchOptions, sidecar: Sidecar | None, *, stop: threading.Eve
     stop = stop or threading.Event()
     cache = ClusterCache(cluster, resync=options.resync)
     gates, lifter = placement_gate(cluster, cache, options.webhook.gate_timeout)
-    work = build_controller(cluster, sidecar or InProcessSidecar(), cache, options, [lifter])
+    planner = sidecar or InProcessSidecar()
+    work = Controllers(
+        build_controller(cluster, planner, cache, options, [lifter]),
+        build_policy_controller(cluster, planner, cache, options),
+    )
     server = webhook = None
     # through a sidecar: push it the namespace labels and PDBs Volcano's session lacks
     pusher = SupplementPusher(sidecar, cache, period=options.period) if sidecar is not None else None
@@ -167,7 +195,7 @@ def watch(options: WatchOptions, sidecar: Sidecar | None, *, stop: threading.Eve
     try:
         if options.once:
             for name, phase in sorted(work.run_once().items()):
-                print(f"repackrun/{name} {phase}", flush=True)
+                print(f"{name} {phase}", flush=True)
             return 0
         log.info(
             "watching",

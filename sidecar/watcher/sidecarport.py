@@ -27,7 +27,7 @@ PLANNER_ERRORS: tuple[type[Exception], ...] = (InputError, grpc.RpcError, Deadli
 
 
 class Sidecar(Protocol):
-    """Plan, Evaluate, Filter, Prioritize, sessions (open, close, Pipeline) and Supplement on contract
+    """Plan, Evaluate, Filter, Prioritize, sessions (open, close, Pipeline), Supplement and CheckPending on contract
     messages (``RepackService``'s signatures without the deadline: each implementation brings its own)."""
 
     def plan(self, request: service_pb2.PlanRequest) -> service_pb2.PlanResponse: ...
@@ -50,6 +50,8 @@ class Sidecar(Protocol):
     def pipeline(self, request: service_pb2.PipelineRequest) -> service_pb2.PipelineResponse: ...
 
     def supplement(self, request: service_pb2.SupplementRequest) -> service_pb2.SupplementResponse: ...
+
+    def check_pending(self, request: service_pb2.CheckPendingRequest) -> service_pb2.CheckPendingResponse: ...
 
 
 class InProcessSidecar:
@@ -90,6 +92,9 @@ class InProcessSidecar:
 
     def supplement(self, request: service_pb2.SupplementRequest) -> service_pb2.SupplementResponse:
         return self._service.supplement(request, Deadline(self._timeout))
+
+    def check_pending(self, request: service_pb2.CheckPendingRequest) -> service_pb2.CheckPendingResponse:
+        return self._service.check_pending(request, Deadline(self._timeout))
 
 
 def from_rpc(exc: grpc.RpcError) -> InputError | None:

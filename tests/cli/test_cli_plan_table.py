@@ -102,9 +102,7 @@ def test_table_options_do_not_change_machine_output(capsys: pytest.CaptureFixtur
     assert plan_output(capsys, "--snapshot", GUIDE, "--run", GUIDE_RUN, "-o", "yaml", "--no-headers") == yaml_out
 
 
-def test_a_targeted_plan_says_where_the_waiting_job_lands(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_targeted_plan_says_where_the_waiting_job_lands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """spec.for: the verdict and each waiting pod's node come before the moves that make room."""
     guide = yaml.safe_load(Path(GUIDE).read_text())
     guide["podGroups"].append({"namespace": "repack-demo", "name": "large", "minMember": 1, "phase": "Inqueue"})

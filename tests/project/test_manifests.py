@@ -89,7 +89,7 @@ def chart() -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     ("directory", "kinds"),
     [
-        ("crd", ["CustomResourceDefinition"]),
+        ("crd", ["CustomResourceDefinition", "CustomResourceDefinition"]),
         ("rbac", ["ClusterRole", "ClusterRoleBinding", "Role", "Role", "RoleBinding", "RoleBinding"]),
         ("webhook", ["MutatingWebhookConfiguration", "Service"]),
         (
@@ -97,6 +97,7 @@ def chart() -> list[dict[str, Any]]:
             [
                 "ClusterRole",
                 "ClusterRoleBinding",
+                "CustomResourceDefinition",
                 "CustomResourceDefinition",
                 "MutatingWebhookConfiguration",
                 "Role",
@@ -111,8 +112,11 @@ def chart() -> list[dict[str, Any]]:
 def test_every_base_renders_only_objects_this_project_owns(directory: str, kinds: list[str]) -> None:
     objs = render(directory)
     assert sorted(o["kind"] for o in objs) == kinds
-    if directory == "crd":  # Volcano's own PodGroup/Job CRDs stay on a cluster: only RepackRun is installed
-        assert [o["metadata"]["name"] for o in objs] == ["repackruns.repack.volcano.sh"]
+    if directory == "crd":  # Volcano's own PodGroup/Job CRDs stay on a cluster: only the project's are installed
+        assert [o["metadata"]["name"] for o in objs] == [
+            "repackpolicies.repack.volcano.sh",
+            "repackruns.repack.volcano.sh",
+        ]
 
 
 @needs_kubectl

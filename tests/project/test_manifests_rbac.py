@@ -22,8 +22,11 @@ pytestmark = pytest.mark.skipif(
 Grant = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
 #: (apiGroup, resource, verb) the watcher is granted cluster-wide, exactly
 CLUSTER_GRANTS: set[Grant] = {
-    *(("repack.volcano.sh", "repackruns", v) for v in ("get", "list", "watch", "delete")),
+    *(("repack.volcano.sh", "repackruns", v) for v in ("get", "list", "watch", "create", "delete")),
     ("repack.volcano.sh", "repackruns/status", "update"),
+    *(("repack.volcano.sh", "repackpolicies", v) for v in ("get", "list", "watch")),
+    ("repack.volcano.sh", "repackpolicies/status", "update"),
+    ("scheduling.volcano.sh", "podgroups", "get"),
     *(("", "pods", v) for v in ("get", "list", "watch", "patch")),
     ("", "pods/status", "patch"),
     ("", "pods/eviction", "create"),

@@ -31,7 +31,8 @@ def read_cluster(cluster: Cluster, *, name: str = "") -> pb.Snapshot:
 
 
 class ClusterCache:
-    """Informers for Namespaces, Nodes, Pods, PodGroups, PDBs and RepackRuns, and the Snapshot of them.
+    """Informers for Namespaces, Nodes, Pods, PodGroups, PDBs, RepackRuns and RepackPolicies, and the
+    Snapshot of the cluster they hold.
 
     ``start`` runs one thread per kind; ``refresh`` instead lists each kind once with no thread
     (``watch --once``). A snapshot reads each store as it is: kinds may be a few events apart, as
@@ -51,10 +52,15 @@ class ClusterCache:
         self.pod_groups = informer(port.PODGROUPS)
         self.pdbs = informer(port.PDBS)
         self.runs = informer(port.REPACKRUNS)
+        self.policies = informer(port.REPACKPOLICIES)
 
     @property
     def informers(self) -> tuple[Informer, ...]:
-        return (self.namespaces, self.nodes, self.pods, self.pod_groups, self.pdbs, self.runs)
+        return (self.namespaces, self.nodes, self.pods, self.pod_groups, self.pdbs, self.runs, self.policies)
+
+    def informer(self, resource: port.Resource) -> Informer:
+        """The informer of ``resource`` (a kind this cache holds)."""
+        return next(i for i in self.informers if i.kind == resource)
 
     def start(self) -> ClusterCache:
         for informer in self.informers:

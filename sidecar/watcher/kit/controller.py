@@ -16,6 +16,7 @@ back to the queue after its own backoff; it never stops the others. ``run_once``
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -28,7 +29,7 @@ from sidecar.kubeobj import Obj
 from sidecar.watcher import observer as observe
 from sidecar.watcher.kit.cache import ClusterCache
 from sidecar.watcher.kit.informer import DELETED, Backoff, Informer
-from sidecar.watcher.kit.port import REPACKRUNS, TRANSIENT, Cluster
+from sidecar.watcher.kit.port import REPACKRUNS, TRANSIENT, Cluster, Resource
 from sidecar.watcher.kit.requeue import Reconciled, soonest
 from sidecar.watcher.kit.status import phase_of
 from sidecar.watcher.kit.workqueue import WorkQueue
@@ -74,10 +75,14 @@ class Controller:
         settle: float = 2.0,
         chores: Sequence[Callable[[], object]] = (),
         maps: Sequence[tuple[Informer, Mapper]] = (),
+        resource: Resource = REPACKRUNS,
     ) -> None:
         self.cache = cache or ClusterCache(cluster)
         self.reconcilers = list(reconcilers)
         self._cluster = cluster
+        #: the kind this controller drives (RepackRuns, or RepackPolicies) and its informer
+        self.resource = resource
+        self.primary = self.cache.informer(resource)
         self.period = period
         #: the safety resync: every wanted run queued this often, whatever the events said
         self.sync_period = sync_period
@@ -90,7 +95,7 @@ class Controller:
         self._leading = threading.Event()
         self._worker: threading.Thread | None = None
         self._lock = threading.Lock()
-        self.cache.runs.add_handler(self._on_run)
+        self.primary.add_handler(self._on_run)
         for informer, mapper in maps:
             informer.add_handler(self._mapped(mapper))
 
@@ -116,9 +121,14 @@ class Controller:
 
         return handler
 
+    def _read(self, name: str) -> Obj | None:
+        """The object as cached, a private copy (reconcilers may change what they are given)."""
+        found = self.primary.get(name)
+        return copy.deepcopy(found) if found is not None else None
+
     def resync(self) -> int:
         """Queue every run some reconciler wants; returns how many runs."""
-        names = [name_of(r) for r in self.cache.list_runs() if self.wanted(r)]
+        names = [name_of(r) for r in self.primary.items() if self.wanted(r)]
         for name in names:
             self.queue.add(name)
         return len(names)
@@ -141,7 +151,7 @@ class Controller:
         failed = False
         requeue: list[float | None] = []
         for reconciler in self.reconcilers:
-            run = self.cache.run(name)
+            run = self._read(name)
             if run is None:
                 return reached
             if not reconciler.wants(run):
@@ -163,7 +173,7 @@ class Controller:
                 continue
             finally:
                 self._settle(name, version_of(run))
-            observe.reconciled(reconciler, run, phase, self.cache.run(name), time.monotonic() - started)
+            observe.reconciled(reconciler, run, phase, self._read(name), time.monotonic() - started)
             if phase is not None:
                 reached = phase
         if failed:
@@ -181,14 +191,14 @@ class Controller:
         if not self._leading.is_set():
             return  # run_once: no informer to wait for
         try:
-            current = version_of(self._cluster.get(REPACKRUNS, name))
+            current = version_of(self._cluster.get(self.resource, name))
         except TRANSIENT:
             return  # the API is away: the next event or resync will do
         if not current or current == handed:
             return
         deadline = time.monotonic() + self.settle
         while self._leading.is_set() and (left := deadline - time.monotonic()) > 0:
-            if self.cache.runs.wait_until(lambda: version_of(self.cache.runs.get(name)) == current, min(0.1, left)):
+            if self.primary.wait_until(lambda: version_of(self.primary.get(name)) == current, min(0.1, left)):
                 return
 
     def run_once(self) -> dict[str, str]:
@@ -197,7 +207,7 @@ class Controller:
         if not self.cache.has_synced():
             self.cache.refresh()
         done: dict[str, str] = {}
-        for run in self.cache.list_runs():
+        for run in self.primary.items():
             if self.wanted(run):
                 with structlog.contextvars.bound_contextvars(run=name_of(run)):
                     phase = self.process(name_of(run))
@@ -213,7 +223,7 @@ class Controller:
                 return
             self.queue.clear()
             self._leading.set()
-            self._worker = threading.Thread(target=self._work, name="repackrun-worker", daemon=True)
+            self._worker = threading.Thread(target=self._work, name=f"{self.resource.plural}-worker", daemon=True)
             self._worker.start()
         log.info("controller started")
 
@@ -271,3 +281,28 @@ class Controller:
 
     def stop(self) -> None:
         self.stopped.set()
+
+
+class Controllers:
+    """Controllers that lead together under one Lease (``watch``: RepackRuns and RepackPolicies)."""
+
+    def __init__(self, *controllers: Controller) -> None:
+        self.controllers = controllers
+
+    def start_leading(self) -> None:
+        for c in self.controllers:
+            c.start_leading()
+
+    def stop_leading(self, timeout: float = 30.0) -> None:
+        for c in self.controllers:
+            c.stop_leading(timeout)
+
+    def run_once(self) -> dict[str, str]:
+        """Each controller's pass, keyed ``<plural>/<name>``, for the runs' phases and nothing else."""
+        out: dict[str, str] = {}
+        for c in self.controllers:
+            out |= {f"{c.resource.kind.lower()}/{name}": phase for name, phase in c.run_once().items()}
+        return out
+
+    def healthy(self) -> bool:
+        return all(c.healthy() for c in self.controllers)

@@ -62,6 +62,7 @@ WEBHOOK_CONFIGURATIONS = Resource(
 )
 PODGROUPS = Resource("podgroups", "PodGroup", "scheduling.volcano.sh", "v1beta1")
 REPACKRUNS = Resource("repackruns", "RepackRun", "repack.volcano.sh", "v1alpha1", namespaced=False)
+REPACKPOLICIES = Resource("repackpolicies", "RepackPolicy", "repack.volcano.sh", "v1alpha1", namespaced=False)
 
 
 class ApiError(Exception):

@@ -22,7 +22,7 @@ import structlog
 
 from sidecar.api.repackrun import Condition, Mode, Phase
 from sidecar.kubeobj import Obj
-from sidecar.watcher.kit.port import EVENTS, REPACKRUNS, TRANSIENT, ApiError, Cluster
+from sidecar.watcher.kit.port import EVENTS, REPACKRUNS, TRANSIENT, ApiError, Cluster, Resource
 
 #: the run as re-read -> its new status, or None when the step no longer applies
 Step = Callable[[Obj], Obj | None]
@@ -92,17 +92,22 @@ def finished(status: Obj, *, mode: str, phase: Phase, reason: str, message: str,
 
 
 class StatusWriter:
-    """Writes steps to a run's status (409 → re-read → re-apply, ``retries`` times) and Events."""
+    """Writes steps to an object's status (409 → re-read → re-apply, ``retries`` times) and Events:
+    a RepackRun's, or with ``resource`` another cluster-scoped kind's (a RepackPolicy's)."""
 
-    def __init__(self, cluster: Cluster, *, clock: Clock, hook: Hook, retries: int = 5) -> None:
+    def __init__(
+        self, cluster: Cluster, *, clock: Clock, hook: Hook, retries: int = 5, resource: Resource = REPACKRUNS
+    ) -> None:
         self._cluster = cluster
         self._clock, self._hook, self._retries = clock, hook, retries
+        self._resource = resource
+        self._word = resource.kind.lower()
 
     def read(self, name: str) -> Obj | None:
         try:
-            return self._cluster.get(REPACKRUNS, name)
+            return self._cluster.get(self._resource, name)
         finally:
-            self._hook(f"read:repackrun/{name}")
+            self._hook(f"read:{self._word}/{name}")
 
     def write(self, run: Obj, step: Step, label: str) -> Obj | None:
         """Apply ``step`` to ``run`` and PUT the status with the run's resourceVersion. On 409 the
@@ -117,22 +122,22 @@ class StatusWriter:
             for cond in status.get("conditions") or []:
                 cond.setdefault("lastTransitionTime", rfc3339(self._clock()))
             try:
-                written = self._cluster.replace(REPACKRUNS, {**run, "status": status}, status=True)
+                written = self._cluster.replace(self._resource, {**run, "status": status}, status=True)
             except ApiError as exc:
                 if exc.status == 404:
                     return None
                 if exc.status != 409:
                     raise
-                log.info("repackrun conflict, re-reading", run=name, step=label)
+                log.info(f"{self._word} conflict, re-reading", run=name, step=label)
             else:
-                log.info("repackrun status", run=name, step=label, phase=status.get("phase"))
+                log.info(f"{self._word} status", run=name, step=label, phase=status.get("phase"))
                 self._hook(f"status:{label}")
                 return written
             fresh = self.read(name)
             if fresh is None:
                 return None
             run = fresh
-        raise RuntimeError(f"RepackRun {name}: status still conflicting after {self._retries} tries")
+        raise RuntimeError(f"{self._resource.kind} {name}: status still conflicting after {self._retries} tries")
 
     def finish(self, run: Obj, step: Step, phase: Phase, reason: str, message: str) -> Obj | None:
         """End the run: ``step``'s status made ``finished`` (the one terminal shape), written, then
@@ -159,8 +164,8 @@ class StatusWriter:
             "kind": "Event",
             "metadata": {"generateName": f"{meta['name']}.", "namespace": EVENT_NAMESPACE},
             "involvedObject": {
-                "apiVersion": REPACKRUNS.api_version,
-                "kind": REPACKRUNS.kind,
+                "apiVersion": self._resource.api_version,
+                "kind": self._resource.kind,
                 "name": meta["name"],
                 "uid": meta.get("uid", ""),
                 "resourceVersion": meta.get("resourceVersion", ""),
@@ -177,5 +182,5 @@ class StatusWriter:
         try:
             self._cluster.create(EVENTS, body)
         except TRANSIENT as exc:
-            log.warning("repackrun event not recorded", run=meta["name"], error=str(exc))
+            log.warning(f"{self._word} event not recorded", run=meta["name"], error=str(exc))
         self._hook(f"event:{reason}")
