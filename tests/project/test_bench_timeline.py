@@ -151,3 +151,18 @@ def test_quick_run_writes_byte_identical_results_for_a_seed(tmp_path: Path, caps
     first, second = (tmp_path / d / "timeline.json" for d in "ab")
     assert first.read_bytes() == second.read_bytes()
     assert (tmp_path / "a" / "timeline.html").read_text().startswith("<!doctype html>")
+
+
+def test_a_job_ready_below_its_size_starts_and_its_other_pods_follow() -> None:
+    """minAvailable 1 of 2 (traces.py's LS groups): the job starts with one pod on the one empty
+    node; the other waits for the next node to empty (Volcano places it in a later cycle)."""
+    specs = [JobSpec(float(k), LIFE, (Pod(f"small-{k}", 4000.0, 16 * GIB, 1),), 1, "LS") for k in range(3)]
+    pair = tuple(Pod(f"pair-{m}", 88_000.0, 320 * GIB, 8) for m in range(2))
+    specs.append(JobSpec(10.0, 3 * LIFE, pair, 1, "LS"))
+    w = assemble("hand-made", [_node(f"n{k}") for k in range(4)], specs, LoadModel(hours=1.0))
+    engine = Engine(w, NoRepack())
+    record = engine.run(LIFE + 100)
+    job = w.jobs[3]
+    assert record.runs[3].start == 10.0
+    placed = [int(engine.sim.node_of[t]) for t in job.tasks]
+    assert sorted(placed)[0] >= 0 and engine.waiting == {}, "the second pod found the first emptied node"

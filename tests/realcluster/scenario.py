@@ -34,12 +34,13 @@ class Scenario:
         return self.kubectl("apply", "-f", "-", stdin=body)
 
     def install(self) -> None:
-        """The project's install: the RepackRun CRD, the watcher's RBAC (manifests/) and the
-        ServiceAccount it binds, the placement gate's webhook configuration; the ModelServing test
-        double's CRD."""
-        self.kubectl("apply", "-f", str(ROOT / "manifests" / "crd" / "repack.volcano.sh_repackruns.yaml"),
-                     "-f", str(MODELSERVING_CRD))  # fmt: skip
-        self.cluster.wait_established("repackruns.repack.volcano.sh", "modelservings.workload.serving.volcano.sh")
+        """The project's install: its CRDs (RepackRun, RepackPolicy), the watcher's RBAC (manifests/)
+        and the ServiceAccount it binds, the placement gate's webhook configuration; the ModelServing
+        test double's CRD."""
+        self.kubectl("apply", "-k", str(ROOT / "manifests" / "crd"))
+        self.kubectl("apply", "-f", str(MODELSERVING_CRD))
+        self.cluster.wait_established("repackruns.repack.volcano.sh", "repackpolicies.repack.volcano.sh",
+                                      "modelservings.workload.serving.volcano.sh")  # fmt: skip
         self.apply({"apiVersion": "v1", "kind": "ServiceAccount",
                     "metadata": {"name": "volcano-scheduler", "namespace": "volcano-system"}})  # fmt: skip
         self.kubectl("apply", "-k", str(ROOT / "manifests" / "rbac"))
@@ -159,15 +160,21 @@ class Scenario:
             self.apply([_balloon(n, c) for n, c in cards.items()])
 
 
-def vcjob(ns: str, name: str, pool: str) -> dict[str, Any]:
-    """A two-worker Volcano Job, one NPU each, on nodes labelled ``pool``, eligible for repacking."""
-    template = {"spec": {"nodeSelector": {"pool": pool}, "terminationGracePeriodSeconds": 5, "restartPolicy": "Never",
-                         "containers": [{"name": "trainer", "image": "alpine:3.20",
-                                         "resources": {"requests": {NPU: 1}, "limits": {NPU: 1}}}]}}  # fmt: skip
+def vcjob(
+    ns: str, name: str, pool: str, *, workers: int = 2, cards: int = 1, gates: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """A Volcano Job of ``workers`` workers (gang: all of them), ``cards`` NPUs each, on nodes labelled
+    ``pool``, eligible for repacking; ``gates``: scheduling gates its pods are created with."""
+    template: dict[str, Any] = {"spec": {
+        "nodeSelector": {"pool": pool}, "terminationGracePeriodSeconds": 5, "restartPolicy": "Never",
+        "containers": [{"name": "trainer", "image": "alpine:3.20",
+                        "resources": {"requests": {NPU: cards}, "limits": {NPU: cards}}}]}}  # fmt: skip
+    if gates:
+        template["spec"]["schedulingGates"] = [{"name": g} for g in gates]
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
             "metadata": {"name": name, "namespace": ns, "labels": {"repack.volcano.sh/eligible": "true"}},
-            "spec": {"schedulerName": "volcano", "queue": "default", "minAvailable": 2,
-                     "tasks": [{"name": "worker", "replicas": 2, "template": template}]}}  # fmt: skip
+            "spec": {"schedulerName": "volcano", "queue": "default", "minAvailable": workers,
+                     "tasks": [{"name": "worker", "replicas": workers, "template": template}]}}  # fmt: skip
 
 
 def execute_run(name: str, pool: str, mode: str = "Execute") -> dict[str, Any]:

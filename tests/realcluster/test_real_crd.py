@@ -1,7 +1,9 @@
-"""The RepackRun CRD (manifests/crd) served by the real kube-apiserver, driven with kubectl and the
-official client as a user and the watcher would: the guide's runs apply, kubectl prints and explains
-them, every rule of the spec is refused with a 422 naming its field, the spec is immutable and the
-status subresource writes status only (fields the controller adds are kept).
+"""The RepackRun and RepackPolicy CRDs (manifests/crd) served by the real kube-apiserver, driven with
+kubectl and the official client as a user and the watcher would: the guide's runs apply, kubectl
+prints and explains them, every rule of the spec is refused with a 422 naming its field, the spec is
+immutable and the status subresource writes status only (fields the controller adds are kept); a
+policy's schedule-or-trigger rule, limits, enums and its run template (the RepackRun spec's schema)
+are refused the same way.
 """
 
 from __future__ import annotations
@@ -94,11 +96,12 @@ CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "repack.volcan
 
 @pytest.fixture
 def kubeconfig(real_cluster: RealCluster) -> Path:
-    """The real cluster's kubeconfig, with the CRD applied and no RepackRun left."""
+    """The real cluster's kubeconfig, with the project's CRDs applied and no RepackRun or
+    RepackPolicy left."""
     cluster = real_cluster
-    cluster.kubectl("apply", "-f", str(CRD))
-    cluster.wait_established("repackruns.repack.volcano.sh")
-    cluster.kubectl("delete", "repackruns", "--all", "--wait=true")
+    cluster.kubectl("apply", "-k", str(CRD.parent))
+    cluster.wait_established("repackruns.repack.volcano.sh", "repackpolicies.repack.volcano.sh")
+    cluster.kubectl("delete", "repackruns,repackpolicies", "--all", "--wait=true")
     return cluster.kubeconfig
 
 
@@ -260,6 +263,11 @@ INVALID = [
      "should be greater than or equal to 0"),
     ("negative-ttl", {"ttlSecondsAfterFinished": -1}, "spec.ttlSecondsAfterFinished",
      "should be greater than or equal to 0"),
+    ("for-two-targets", {"for": {"podGroup": "a/b", "job": "a/c"}}, "spec.for",
+     "for needs exactly one of podGroup, job, modelServing"),
+    ("for-no-target", {"for": {}}, "spec.for", "for needs exactly one of podGroup, job, modelServing"),
+    ("for-without-namespace", {"for": {"job": "train"}}, "spec.for.job",
+     "must be namespace/name, both lowercase DNS names"),
 ]  # fmt: skip
 
 
@@ -439,3 +447,61 @@ def test_field_validation_strict_warn_and_ignore(kubeconfig: Path, doc: str, kin
             *ns,
             check=False,
         )
+
+
+def policy(name: str = "p", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"runTemplate": {"spec": {"mode": "DryRun", "goals": [{"resource": NPU}]}}, **spec}
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "RepackPolicy", "metadata": {"name": name}, "spec": body}
+
+
+GOAL = {"resource": NPU}
+INVALID_POLICIES = [
+    ("neither-trigger", {}, "spec", "a RepackPolicy needs a schedule, a whenPending trigger, or both"),
+    ("empty-schedule", {"schedule": ""}, "spec", "a RepackPolicy needs a schedule"),
+    ("negative-history", {"schedule": "@daily", "failedRunsHistoryLimit": -1}, "spec.failedRunsHistoryLimit",
+     "should be greater than or equal to 0"),
+    ("replace", {"schedule": "@daily", "concurrencyPolicy": "Replace"}, "spec.concurrencyPolicy",
+     'supported values: "Allow", "Forbid"'),
+    ("negative-wait", {"whenPending": {"minPendingSeconds": -5}}, "spec.whenPending.minPendingSeconds",
+     "should be greater than or equal to 0"),
+    ("template-bad-mode", {"schedule": "@daily", "runTemplate": {"spec": {"mode": "Now", "goals": [GOAL]}}},
+     "spec.runTemplate.spec.mode", 'supported values: "DryRun", "Execute"'),
+    ("template-cpu-goal", {"schedule": "@daily", "runTemplate": {"spec": {"mode": "DryRun",
+                                                                          "goals": [{"resource": "cpu"}]}}},
+     "spec.runTemplate.spec.goals[0].resource", "must be an extended resource name"),
+    ("template-for-with-pending", {"whenPending": {}, "runTemplate": {"spec": {
+        "mode": "Execute", "goals": [{"resource": NPU}], "for": {"job": "a/b"}}}},
+     "spec.runTemplate.spec.for", "set by the whenPending trigger"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "message"), [c[1:] for c in INVALID_POLICIES], ids=[c[0] for c in INVALID_POLICIES]
+)
+def test_each_invalid_policy_is_refused_naming_the_field(
+    kubeconfig: Path, k8s: client.ApiClient, spec: dict[str, Any], field: str, message: str
+) -> None:
+    body = policy("bad", **spec)
+    with pytest.raises(ApiException) as exc:
+        custom(k8s).create_cluster_custom_object(GROUP, VERSION, "repackpolicies", body)
+    assert exc.value.status == 422
+    status = json.loads(exc.value.body)
+    assert any(c["field"] == field and message in c["message"] for c in status["details"]["causes"]), status
+    refused = kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(body), check=False)
+    assert refused.returncode == 1 and 'The RepackPolicy "bad" is invalid' in refused.stderr
+    assert f"{field}: " in refused.stderr and message in refused.stderr
+
+
+def test_a_policy_applies_prints_and_explains(kubeconfig: Path) -> None:
+    doc = policy("nightly", schedule="0 2 * * *", timeZone="Europe/Berlin", whenPending={"minPendingSeconds": 300})
+    kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(doc))
+    table = kubectl(kubeconfig, "get", "repackpolicy", "nightly").stdout.splitlines()
+    assert table[0].split() == ["NAME", "SCHEDULE", "PENDING-AFTER", "SUSPEND", "ACTIVE", "LAST-TRIGGER",
+                                "LAST-OUTCOME", "AGE"], table  # fmt: skip
+    assert table[1].split()[:3] == ["nightly", "0", "2"] and "300" in table[1]
+    assert kubectl(kubeconfig, "get", "rpol", "-o", "name").stdout.strip() == "repackpolicy.repack.volcano.sh/nightly"
+    pending = kubectl(kubeconfig, "explain", "repackpolicy.spec.whenPending").stdout
+    for field in ("minPendingSeconds", "queues", "namespaces", "selector", "retrySeconds"):
+        assert f"  {field}\t" in pending, field
+    template = kubectl(kubeconfig, "explain", "repackpolicy.spec.runTemplate.spec.for").stdout
+    assert "podGroup" in template and "modelServing" in template
