@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,8 @@ type conformanceCase struct {
 	// (Statement.Pipeline); ThenUID is a pending task filtered afterwards, which must see it there.
 	PipelineUID string `json:"pipelineUid"`
 	ThenUID     string `json:"thenUid"`
+	// PendingGroups are PodGroups (namespace/name, comma-separated) CheckPending is asked about.
+	PendingGroups string `json:"pendingGroups"`
 }
 
 // TestConformance drives a real sidecar (REPACK_CONFORMANCE_TARGET) through the calls a
@@ -135,6 +138,12 @@ func runCase(t *testing.T, c *client.Client, dir string, cc conformanceCase) {
 			Subject: &pb.FilterRequest_TaskUid{TaskUid: cc.ThenUID},
 		})
 		save("filter-after-pipeline", after, err)
+		waiting, err := c.CheckPending(ctx, &pb.CheckPendingRequest{
+			Source:    &pb.CheckPendingRequest_SessionId{SessionId: id},
+			Spec:      spec,
+			PodGroups: strings.Split(cc.PendingGroups, ","),
+		})
+		save("check-pending", waiting, err)
 	}
 	closed, err := c.CloseSession(ctx, id)
 	save("close", closed, err)

@@ -35,7 +35,7 @@ GUIDE_RUN = ROOT / "sidecar" / "data" / "guide-ascend-dryrun.yaml"
 # at most 4 PodGroups: a real plan at 10k nodes in about a second (an unbounded one takes ~5 s here)
 GPU_DRYRUN = {"mode": "DryRun", "goals": [{"resource": "nvidia.com/gpu"}], "maxPerRun": {"podGroups": 4}}
 STEPS = ("evaluate-inline", "plan-inline", "open", "evaluate", "plan", "filter", "prioritize", "close")
-PIPELINE_STEPS = ("filter-pending", "pipeline", "filter-after-pipeline")
+PIPELINE_STEPS = ("filter-pending", "pipeline", "filter-after-pipeline", "check-pending")
 NPU = "huawei.com/ascend-1980"
 
 
@@ -88,6 +88,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "taskUid": "t-serve-1-worker",
             "pipelineUid": "t-pending-a",
             "thenUid": "t-pending-b",
+            "pendingGroups": "repack-demo/ascend-online-serving-1,repack-demo/none",
         },
         {
             "name": "synth10k",
@@ -127,6 +128,9 @@ def python_answers(client: RepackClient, cases: Path, case: dict[str, str]) -> d
         out["filter-after-pipeline"] = client.filter(
             service_pb2.FilterRequest(session_id=sid, task_uid=case["thenUid"])
         )
+        out["check-pending"] = client.check_pending(
+            service_pb2.CheckPendingRequest(session_id=sid, spec=spec, pod_groups=case["pendingGroups"].split(","))
+        )
     out["close"] = client.close_session(sid)
     return {step: m.SerializeToString(deterministic=True) for step, m in out.items()}
 
@@ -151,6 +155,7 @@ RESPONSE = {
     "filter-pending": service_pb2.FilterResponse,
     "pipeline": service_pb2.PipelineResponse,
     "filter-after-pipeline": service_pb2.FilterResponse,
+    "check-pending": service_pb2.CheckPendingResponse,
 }
 
 
