@@ -43,6 +43,8 @@ PLANS = Counter("repack_watcher_plans_total", "Runs planned, by the view planned
 GATES = Counter("repack_placement_gates_total", "Placement gates added to rebuilt pods at admission, or lifted "
                 "by the leader (run finished or gone, or not nominated in time)", ["action"])  # fmt: skip
 LEADER = Gauge("repack_leader", "1 while this replica holds the Lease (runs the controller), else 0")
+POLICY_RUNS = Counter("repack_policy_runs_created_total", "Runs RepackPolicies created, by policy and trigger "
+                      "(schedule, or pending: a job held back by fragmentation)", ["policy", "trigger"])  # fmt: skip
 
 
 class PrometheusWatcherObserver(WatcherObserver):
@@ -66,6 +68,9 @@ class PrometheusWatcherObserver(WatcherObserver):
 
     def gate(self, action: str) -> None:
         GATES.labels(action=action).inc()
+
+    def policy_run(self, policy: str, trigger: str) -> None:
+        POLICY_RUNS.labels(policy=policy, trigger=trigger).inc()
 
 
 def relocation_phase(rel: Relocation) -> str:
@@ -115,7 +120,19 @@ class CacheCollector(Collector):
             expired.add_metric([inf.kind.plural], inf.stats.relists_gone)
             errors.add_metric([inf.kind.plural], inf.stats.errors)
             events.add_metric([inf.kind.plural], inf.stats.events)
-        yield from (relocations, runs, lists, expired, errors, events)
+        waiting = GaugeMetricFamily(
+            "repack_waiting_podgroups",
+            "PodGroups a RepackPolicy's latest whenPending check found waiting, by policy and why "
+            "(Fragmentation gets a run; Capacity, Enqueue, NoPlan, FitsNow do not)",
+            labels=["policy", "verdict"],
+        )
+        for policy in cache.policies.items():
+            counted: dict[str, int] = {}
+            for w in (policy.get("status") or {}).get("waiting") or []:
+                counted[str(w.get("verdict"))] = counted.get(str(w.get("verdict")), 0) + 1
+            for verdict, n in sorted(counted.items()):
+                waiting.add_metric([policy["metadata"]["name"], verdict], n)
+        yield from (relocations, runs, lists, expired, errors, events, waiting)
 
 
 COLLECTOR = CacheCollector()

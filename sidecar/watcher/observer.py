@@ -15,7 +15,8 @@ from sidecar.watcher.kit.status import mode_of, phase_of
 
 log = structlog.get_logger("sidecar.watcher")
 #: reconciler classes → their label in metrics
-KINDS = {"DryRunReconciler": "dryrun", "ExecuteReconciler": "execute", "TTLReconciler": "ttl"}
+KINDS = {"DryRunReconciler": "dryrun", "ExecuteReconciler": "execute", "TTLReconciler": "ttl",
+         "PolicyReconciler": "policy"}  # fmt: skip
 
 
 class WatcherObserver:
@@ -41,6 +42,9 @@ class WatcherObserver:
 
     def gate(self, action: str) -> None:
         """The placement gate was ``added`` to a pod at admission, or ``lifted`` by the leader."""
+
+    def policy_run(self, policy: str, trigger: str) -> None:
+        """A RepackPolicy created a run, for its ``trigger`` (schedule or pending)."""
 
 
 _current = WatcherObserver()
@@ -111,3 +115,9 @@ def gate(action: str, pod: str, run: str = "", why: str = "") -> None:
         "placement gate", action=action, pod=pod, **({"repackrun": run} if run else {}), **({"why": why} if why else {})
     )
     _current.gate(action)
+
+
+def policy_run(policy: str, trigger: str, run: str, why: str) -> None:
+    """``policy`` created ``run`` for its ``trigger`` (Schedule or Pending)."""
+    log.info("repackpolicy created a run", policy=policy, trigger=trigger, repackrun=run, why=why)
+    _current.policy_run(policy, trigger.lower())

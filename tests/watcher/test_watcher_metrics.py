@@ -114,3 +114,48 @@ def test_metrics_flags() -> None:
     assert watch_options(parser.parse_args(["watch", "--in-process"])).metrics_port == -1
     with pytest.raises(InputError, match="--metrics-port"):
         watch_options(parser.parse_args(["watch", "--in-process", "--metrics-port", "70000"]))
+
+
+def test_watch_runs_policies_and_counts_what_they_do() -> None:
+    """``watch`` leads the RepackPolicy controller beside the runs': a whenPending policy on the fake
+    makes room for a waiting job (its run created and driven to the end by the same watcher), and
+    the metrics count the run created and the groups still waiting, by verdict."""
+    from sidecar.watcher.kit.port import PODGROUPS, REPACKPOLICIES, REPACKRUNS
+    from tests.execute_fixtures import NPU, NS, waiting_job
+
+    port = free_port()
+    created = value("repack_policy_runs_created_total", policy="room", trigger="pending")
+    with guide_box(threads=True, gates=True) as box:
+        (worker,) = waiting_job(box.cluster, "whole-node", 1, 4)
+        waiting_job(box.cluster, "too-big", 1, 8)
+        options = WatchOptions(period=0.2, leader_elect=False, metrics_port=port, metrics_host="127.0.0.1",
+                               policy_resync=0.5)  # fmt: skip
+        stop = threading.Event()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(runner, "connect", lambda kubeconfig, retries=True: box.cluster)
+            thread = threading.Thread(target=runner.watch, args=(options, None), kwargs={"stop": stop}, daemon=True)
+            thread.start()
+            try:
+                wait_for(lambda: get(port, "/readyz") == (200, "ok\n"), 30)
+                box.cluster.create(REPACKPOLICIES, {
+                    "apiVersion": "repack.volcano.sh/v1alpha1", "kind": "RepackPolicy", "metadata": {"name": "room"},
+                    "spec": {"whenPending": {"minPendingSeconds": 0, "namespaces": [NS]},
+                             "runTemplate": {"spec": {"mode": "Execute", "goals": [{"resource": NPU}],
+                                                      "eviction": {"gracePeriodSeconds": 0}}}}})  # fmt: skip
+                wait_for(lambda: (box.pod(worker) or {}).get("spec", {}).get("nodeName"), 60)
+                runs = box.cluster.items(REPACKRUNS)
+                assert [r["spec"]["for"] for r in runs] == [{"podGroup": f"{NS}/whole-node"}]
+                wait_for(
+                    lambda: value("repack_policy_runs_created_total", policy="room", trigger="pending") > created, 10
+                )
+                wait_for(
+                    lambda: (
+                        'repack_waiting_podgroups{policy="room",verdict="Capacity"} 1.0' in get(port, "/metrics")[1]
+                    ),
+                    10,
+                )
+                assert box.cluster.get(PODGROUPS, "too-big", NS) is not None
+            finally:
+                stop.set()
+                thread.join(60)
+    assert not thread.is_alive()

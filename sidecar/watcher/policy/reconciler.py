@@ -36,6 +36,7 @@ from sidecar.api.v1alpha1 import service_pb2
 from sidecar.api.v1alpha1.policy_pb2 import TriggerRecord
 from sidecar.errors import InputError
 from sidecar.kubeobj import Obj
+from sidecar.watcher import observer as observe
 from sidecar.watcher.execute.journal import stamp, to_json
 from sidecar.watcher.kit.cache import SnapshotSource
 from sidecar.watcher.kit.port import REPACKPOLICIES, REPACKRUNS, ApiError, Cluster
@@ -193,6 +194,7 @@ class PolicyReconciler:
                 status["lastTrigger"] = {"kind": R.SCHEDULE, "run": name, "time": rfc3339(now),
                                          "scheduledTime": rfc3339(due)}  # fmt: skip
                 self._writer.event(policy, "SuccessfulCreate", f"created run {name} for {rfc3339(due)}")
+                observe.policy_run(policy["metadata"]["name"], R.SCHEDULE, name, rfc3339(due))
         wait = requeue_after(spec.schedule, created=created, last_scheduled=last, now=now)
         return None if wait is None else wait.total_seconds()
 
@@ -241,6 +243,7 @@ class PolicyReconciler:
                     triggered = True
                     self._writer.event(policy, "Triggered", f"created run {run} for {cand.key}, blocked by "
                                        f"fragmentation: {verdict.message}")  # fmt: skip
+                    observe.policy_run(name, R.PENDING, run, cand.key)
                 continue
             new = verdict.verdict in TOLD and old.get(cand.key, {}).get("verdict") != verdict.verdict
             if new and told < self.options.events_per_check:
