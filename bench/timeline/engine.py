@@ -86,6 +86,7 @@ class Execution:
     target_job: int = -1
     verdict: str = ""
     planned_moves: int = 0
+    planned_freed: int = 0  # nodes the plan (or the drain's prefix) empties
     evicted: int = 0
     on_target: int = 0
     elsewhere: int = 0
@@ -230,39 +231,52 @@ class Engine:
         self.sim.commit()
         self._dirty = True
 
-    def _may_fit(self, tasks: Sequence[int]) -> bool:
-        """Necessary: the idle resources of whole nodes hold every pod (pods of one request)."""
+    def _may_fit(self, j: int, tasks: Sequence[int]) -> bool:
+        """Necessary: the idle resources of whole nodes hold as many of the pods (one request
+        each) as the job needs to be ready — and at least one."""
         req = self.state.task_req[tasks[0]]
         dims = req > TOLERANCE
         idle = self.sim.idle()[:, dims]
         per_node = np.floor((idle + TOLERANCE) / req[dims]).min(axis=1)
-        return bool(np.clip(per_node, 0, None).sum() >= len(tasks))
+        need = max(self._key[j][3], 1)
+        return bool(np.clip(per_node, 0, None).sum() >= need)
 
     def _try(self, j: int) -> bool:
-        """One allocate cycle for waiting job ``j``; True when it started (or resumed)."""
+        """One allocate cycle for waiting job ``j``; True when it started (or resumed). A job that
+        is ready with tasks left (minAvailable below its size) goes on as Volcano pushes it back
+        into the session's queue; what still finds no node waits for the next cycle."""
         tasks = self.waiting[j]
-        if not self._may_fit(tasks):
+        if not self._may_fit(j, tasks):
             return False
         job = self.jobs[j]
-        done = allocate_job(self.mirror, self.sim, job.group, tasks)
-        if not done.ready:
-            if done.pipelined_ready:  # reservations only: Volcano binds nothing this cycle
-                self.sim.rollback()
+        rest = tasks
+        while rest:
+            done = allocate_job(self.mirror, self.sim, job.group, rest)
+            if not done.ready or not done.placed:  # (ready with nothing placed: enough others run)
+                if done.pipelined_ready:  # reservations only: Volcano binds nothing this cycle
+                    self.sim.rollback()
+                break
+            self.sim.commit()
+            placed = {t for t, _ in done.placed}
+            rest = [t for t in rest if t not in placed]
+        if len(rest) == len(tasks):
             return False
-        self.sim.commit()
         key = self._key.pop(j)
         queue = self._queues[key]
         assert queue[0] == j
         heapq.heappop(queue)
         del self.waiting[j]
+        if rest:
+            self._enqueue(j, rest)
         run = self.runs[j]
         if run.start < 0:
             run.start = self.now
             run.finish = self.now + job.life
-        else:  # a rebuilt pod placed again: the job resumes
+            self.push(run.finish, DEPART, j)
+        elif run.finish < 0 and not rest:  # a suspended job whose rebuilt pods are all back
             run.finish = self.now + run.remaining + self.restart_delay
             run.remaining = -1.0
-        self.push(run.finish, DEPART, j)
+            self.push(run.finish, DEPART, j)
         return True
 
     def cycle(self) -> None:

@@ -104,6 +104,7 @@ def disruption(workload: Workload, record: Record, start: float) -> dict[str, An
         "executions": len(ex),
         "executions_with_moves": sum(1 for e in ex if e.evicted),
         "targets_started_at_once": sum(1 for e in ex if e.target_started),
+        "nodes_freed_by_plans": sum(e.planned_freed for e in ex),
         "pods_evicted": evicted,
         "rebuilt_on_planned_node": sum(e.on_target for e in ex),
         "rebuilt_elsewhere": sum(e.elsewhere for e in ex),

@@ -26,6 +26,7 @@ ROWS: list[tuple[str, tuple[str, ...], str]] = [
     ("all jobs: wait p95", ("waiting_all", "p95_s"), "min"),
     ("jobs started (whole-node)", ("disruption", "jobs_started", "whole_node_jobs_started"), "n"),
     ("executed repacks", ("disruption", "executions_with_moves"), "n"),
+    ("nodes the executed plans empty", ("disruption", "nodes_freed_by_plans"), "n"),
     ("pods evicted", ("disruption", "pods_evicted"), "n"),
     ("pods evicted / hour", ("disruption", "pods_evicted_per_hour"), "x"),
     ("pods evicted / started job", ("disruption", "pods_evicted_per_started_job"), "x"),

@@ -25,6 +25,7 @@ from sidecar.snapshot.state import ClusterState
 class JobPlan:
     moves: list[tuple[int, int]] | None  # (task, planned node); None: nothing to execute
     verdict: str  # the planner's TargetVerdict and reason, or the drain's answer
+    freed: int = 0  # nodes the plan empties (the drain: nodes it drains)
 
 
 def plan_untargeted(engine: Engine, budget: int | None) -> tuple[list[tuple[int, int]], str, int]:
@@ -48,7 +49,7 @@ def targeted_for(engine: Engine, j: int) -> JobPlan:
     verdict = f"{result.target.verdict}/{reason}"
     if reason != Reason.REPACK_RECOMMENDED:
         return JobPlan(None, verdict)
-    return JobPlan([(m.task, m.target) for m in result.moves], verdict)
+    return JobPlan([(m.task, m.target) for m in result.moves], verdict, len(result.freed))
 
 
 def drain_nodes(engine: Engine, live: ClusterState, j: int) -> list[str]:
@@ -75,13 +76,13 @@ def drain_for(engine: Engine, j: int) -> JobPlan:
     mark = sim.checkpoint()
     moves: list[tuple[int, int]] = []
     try:
-        for evictions in by_source.values():
+        for drained, evictions in enumerate(by_source.values(), 1):
             for t, target in evictions:
                 if sim.node_of[t] >= 0 and sim.on_node()[t]:
                     engine.rebuild(t, target)
             moves += evictions
             if engine.fits(j):
-                return JobPlan(moves, "Fits")
+                return JobPlan(moves, "Fits", drained)
     finally:
         sim.rollback(mark)
     return JobPlan(None, "DoesNotFit")

@@ -64,8 +64,8 @@ class Scheduled:
         seconds = time.perf_counter() - started
         engine.record.planner_calls.append(seconds)
         engine.record.verdicts[reason] = engine.record.verdicts.get(reason, 0) + 1
-        ex = Execution(engine.now, "schedule", verdict=f"{reason}: frees {freed}", seconds=seconds)
-        ex.planned_moves = len(moves)
+        ex = Execution(engine.now, "schedule", verdict=reason, seconds=seconds)
+        ex.planned_moves, ex.planned_freed = len(moves), freed if moves else 0
         if moves:
             engine.relocate(moves, ex)
         else:
@@ -108,7 +108,7 @@ class Trigger:
                 self._next_try[j] = engine.now + self.retry
                 continue
             ex = Execution(engine.now, self.name, target_job=j, verdict=answer.verdict, seconds=seconds)
-            ex.planned_moves = len(answer.moves)
+            ex.planned_moves, ex.planned_freed = len(answer.moves), answer.freed
             engine.relocate(answer.moves, ex)
             engine.cycle()
             ex.target_started = j not in engine.waiting
