@@ -1,17 +1,20 @@
 """The scheduler's view of the engine's cluster at one instant, as the planner and the drain read it.
 
-The planner takes a ClusterState, the decoded session Volcano publishes. The engine's state holds
-every task of the whole run; its session at an instant is that state with the Simulation's
-placements: bound tasks Running on their nodes, waiting ones Pending, every other task (not yet
-arrived, or gone) Succeeded and on no node, so no rule counts it. Task and PodGroup indices are the
-engine's, so a plan's moves need no translation.
+The planner takes a ClusterState, the decoded session Volcano publishes: the pods that exist now.
+The engine's state holds every task of the whole run (tens of thousands, most not arrived or gone),
+so the session is cut from it: the bound tasks (Running on their nodes) and the waiting ones
+(Pending), with their PodGroups, in the engine's order. ``Live.tasks`` maps the session's task
+indices back to the engine's; PodGroup names are the engine's, so a targeted run names its job's
+group as is.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from bench.timeline.engine import Engine, placed_tasks
 from bench.timeline.workload import GPU
@@ -22,16 +25,48 @@ from sidecar.snapshot.ledger import build_ledger
 from sidecar.snapshot.state import ClusterState
 
 
-def live_state(engine: Engine) -> ClusterState:
+@dataclass(frozen=True)
+class Live:
+    state: ClusterState
+    tasks: npt.NDArray[np.intp]  # session task index -> engine task index
+
+    def engine_moves(self, moves: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """(session task, node) -> (engine task, node)."""
+        return [(int(self.tasks[t]), node) for t, node in moves]
+
+
+def live_state(engine: Engine) -> Live:
     state, sim = engine.state, engine.sim
     placed = placed_tasks(engine)
-    status = np.full(state.n_tasks, ts.SUCCEEDED, np.int32)
-    status[placed] = ts.RUNNING
-    waiting = [t for tasks in engine.waiting.values() for t in tasks]
-    status[waiting] = ts.PENDING
-    node = np.where(placed, sim.node_of, -1).astype(np.int32)
-    ledger = build_ledger(node, status, state.task_req, state.node_alloc, state.resources)
-    return dataclasses.replace(state, task_node=node, task_status=status, ledger=ledger)
+    waiting = np.zeros(state.n_tasks, bool)
+    waiting[[t for tasks in engine.waiting.values() for t in tasks]] = True
+    keep = np.flatnonzero(placed | waiting)
+    status = np.where(placed[keep], ts.RUNNING, ts.PENDING).astype(np.int32)
+    node = np.where(placed[keep], sim.node_of[keep], -1).astype(np.int32)
+    groups = state.task_pod_group[keep]
+    used = np.unique(groups[groups >= 0])
+    remap = np.full(len(state.pod_groups) + 1, -1, np.int32)
+    remap[used] = np.arange(used.size, dtype=np.int32)
+    req = state.task_req[keep]
+    kept = keep.tolist()
+    live = dataclasses.replace(
+        state,
+        task_uid=[state.task_uid[t] for t in kept],
+        task_name=[state.task_name[t] for t in kept],
+        task_namespace=state.task_namespace[keep],
+        task_node=node,
+        task_status=status,
+        task_pod_group=np.where(groups >= 0, remap[groups], -1).astype(np.int32),
+        task_priority=state.task_priority[keep],
+        task_profile=state.task_profile[keep],
+        task_req=req,
+        task_nonzero=state.task_nonzero[keep],
+        task_role=[state.task_role[t] for t in kept],
+        pod_groups=[state.pod_groups[g] for g in used.tolist()],
+        ledger=build_ledger(node, status, req, state.node_alloc, state.resources),
+        missing_groups={},
+    )
+    return Live(live, keep)
 
 
 def run_spec(

@@ -20,6 +20,8 @@ from bench.timeline.engine import Engine, Record
 from bench.timeline.variants import SCHEDULE_BUDGET, variants
 from bench.timeline.workload import LoadModel, Workload, build
 from sidecar.watcher.execute.progress import ExecuteOptions
+from sidecar.watcher.policy.reconciler import PolicyOptions
+from sidecar.watcher.policy.spec import DEFAULT_RETRY_SECONDS
 
 NAMES = ("none", "schedule", "pending", "drain")
 
@@ -41,8 +43,15 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--warmup", type=float, default=None, help="hours left out of the metrics (default: the cap)")
     ap.add_argument("--schedule-minutes", type=float, default=60.0, help="period of the scheduled run")
     ap.add_argument("--min-pending", type=float, default=300.0, help="whenPending minPendingSeconds")
-    ap.add_argument("--check", type=float, default=60.0, help="seconds between the trigger's looks")
-    ap.add_argument("--retry", type=float, default=600.0, help="seconds before a DoesNotFit job is planned again")
+    ap.add_argument(
+        "--check", type=float, default=PolicyOptions().resync, help="seconds between whenPending checks (the watcher's)"
+    )
+    ap.add_argument(
+        "--retry",
+        type=float,
+        default=float(DEFAULT_RETRY_SECONDS),
+        help="whenPending retrySeconds: a job's next run no sooner after its last (the policy's default)",
+    )
     ap.add_argument("--restart-delay", type=float, default=60.0, help="seconds an eviction costs the job")
     ap.add_argument(
         "--cooldown",
@@ -189,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             "min_pending_s": args.min_pending,
             "check_s": args.check,
             "retry_s": args.retry,
+            "max_plans_per_check": PolicyOptions().max_plans,
             "restart_delay_s": args.restart_delay,
             "cooldown_s": args.cooldown,
         },

@@ -16,7 +16,7 @@ from bench.shapes import TRACES
 from bench.timeline import metrics
 from bench.timeline.engine import Engine, Execution, JobRun, Record, Sample
 from bench.timeline.run import main
-from bench.timeline.targeted import drain_for, targeted_for
+from bench.timeline.targeted import check_drain, check_pending, drain_for, targeted_for
 from bench.timeline.variants import NoRepack, Scheduled, Trigger
 from bench.timeline.workload import GPU, JobSpec, LoadModel, Pod, Workload, assemble
 from sidecar.api.v1alpha1 import snapshot_pb2 as pb
@@ -57,10 +57,12 @@ def test_the_gang_waits_under_fragmentation_without_repack() -> None:
     assert _gang_start(w, record) == pytest.approx(LIFE + 1.0)
 
 
-@pytest.mark.parametrize("repacker", [targeted_for, drain_for], ids=["targeted", "drain"])
-def test_the_pending_trigger_starts_the_gang_after_a_repack(repacker: object) -> None:
+@pytest.mark.parametrize(
+    ("choose", "repacker"), [(check_pending, targeted_for), (check_drain, drain_for)], ids=["targeted", "drain"]
+)
+def test_the_pending_trigger_starts_the_gang_after_a_repack(choose: object, repacker: object) -> None:
     w = _fragmented()
-    trigger = Trigger("pending", repacker, min_pending=60.0, check=30.0, retry=600.0)  # type: ignore[arg-type]
+    trigger = Trigger("pending", choose, repacker, min_pending=60.0, check=30.0)  # type: ignore[arg-type]
     record = Engine(w, trigger, restart_delay=60.0).run(3600.0)
     start = _gang_start(w, record)
     assert 70.0 <= start <= 120.0, start  # first look after 60 s of waiting: t = 90
@@ -85,7 +87,7 @@ def test_a_scheduled_run_frees_nodes_and_the_gang_starts_at_once() -> None:
 def test_the_cooldown_holds_the_next_run() -> None:
     """After a run that evicted pods no run is admitted for ``cooldown`` seconds."""
     w = _fragmented()
-    trigger = Trigger("pending", targeted_for, min_pending=0.0, check=30.0, retry=600.0)
+    trigger = Trigger("pending", check_pending, targeted_for, min_pending=0.0, check=30.0)
     engine = Engine(w, trigger, cooldown=300.0)
     engine.run(3600.0)
     assert engine.admit_after == pytest.approx(engine.record.executions[0].time + 300.0)
@@ -94,7 +96,7 @@ def test_the_cooldown_holds_the_next_run() -> None:
 def test_a_run_is_deterministic() -> None:
     def run() -> dict[str, object]:
         w = _fragmented(3)
-        trigger = Trigger("pending", targeted_for, min_pending=60.0, check=30.0, retry=600.0)
+        trigger = Trigger("pending", check_pending, targeted_for, min_pending=60.0, check=30.0)
         return metrics.summarize(w, Engine(w, trigger).run(3600.0), 0.0)
 
     assert run() == run()
@@ -166,3 +168,16 @@ def test_a_job_ready_below_its_size_starts_and_its_other_pods_follow() -> None:
     assert record.runs[3].start == 10.0
     placed = [int(engine.sim.node_of[t]) for t in job.tasks]
     assert sorted(placed)[0] >= 0 and engine.waiting == {}, "the second pod found the first emptied node"
+
+
+def test_a_run_created_in_the_cooldown_waits_for_admission() -> None:
+    """Two single-pod whole-node jobs: the first check's run starts the first at once; the next
+    check creates a run for the second, which the watcher admits only when the cooldown ends."""
+    specs = [JobSpec(float(k), LIFE, (Pod(f"small-{k}", 4000.0, 16 * GIB, 1),), 1, "LS") for k in range(4)]
+    specs += [JobSpec(10.0 + k, 600.0, (Pod(f"whole-{k}", 88_000.0, 320 * GIB, 8),), 1, "BE") for k in range(2)]
+    w = assemble("hand-made", [_node(f"n{k}") for k in range(4)], specs, LoadModel(hours=1.0))
+    trigger = Trigger("pending", check_pending, targeted_for, min_pending=60.0, check=30.0)
+    record = Engine(w, trigger, cooldown=300.0).run(3600.0)
+    assert [r.start for r in record.runs[4:]] == [90.0, 390.0]
+    assert [e.time for e in record.executions] == [90.0, 390.0]
+    assert record.verdicts["check/Fragmentation"] == 2 and record.verdicts["check/Unchecked"] == 1
