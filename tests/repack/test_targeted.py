@@ -253,3 +253,26 @@ def test_a_malformed_for_is_refused_before_planning(target: spec_pb2.RepackTarge
     with pytest.raises(InputError) as err:
         validate(spec)
     assert err.value.field.startswith("spec.for") and message in err.value.problem
+
+
+def _serving_group(name: str, owner: str) -> pb.PodGroup:
+    ref = pb.OwnerReference(api_version="workload.serving.volcano.sh/v1alpha1", kind="ModelServing", name=owner,
+                            controller=True)  # fmt: skip
+    return pb.PodGroup(namespace="default", name=name, min_member=1, phase="Inqueue", owner_references=[ref])
+
+
+def test_a_modelserving_resolves_to_its_one_waiting_serving_group() -> None:
+    """A ModelServing owns a PodGroup per ServingGroup: the target is the one that waits; with two
+    waiting, the run is refused and told to name one."""
+    nodes, tasks, groups = _fragmented()
+    running = task("llm-0-worker-0", "n0", cards=1, pod_group="llm-0")
+    one = [running, *_big(1, 8, name="llm-1")]
+    snap = snapshot(nodes, [*tasks, *one], [*groups, _serving_group("llm-0", "llm"), _serving_group("llm-1", "llm")])
+    status = _plan(snap, _spec("default/llm", kind="model_serving"))
+    assert status.plan.target.pod_group == "default/llm-1" and status.plan.target.verdict == TargetVerdict.FITS
+    two = [*one, *_big(1, 8, name="llm-2")]
+    snap = snapshot(nodes, [*tasks, *two], [*groups, *(_serving_group(f"llm-{i}", "llm") for i in range(3))])
+    with pytest.raises(InputError) as err:
+        _plan(snap, _spec("default/llm", kind="model_serving"))
+    assert err.value.field == "spec.for.modelServing"
+    assert "has 2 waiting PodGroups (default/llm-1, default/llm-2): name one with for.podGroup" in err.value.problem
