@@ -381,10 +381,6 @@ class Engine:
 
     # -- measurements ------------------------------------------------------------------------
 
-    def allocated_cards(self) -> float:
-        on = self.sim.on_node() & (self.sim.status != ts.PIPELINED)
-        return float(self.state.task_req[on, self.goal].sum()) / 1000.0
-
     def _sample(self) -> None:
         used = self.sim.used[:, self.goal]
         self.record.samples.append(

@@ -1,8 +1,8 @@
 """What a run measured, as plain numbers: the same arithmetic for every variant.
 
 * **Window**: jobs arriving in [warm-up, end) and samples taken in it; the warm-up lets the
-  long-lived pods' population reach its level (lifetimes are capped at ``max_life``, the warm-up's
-  default), so an empty cluster's first hours do not flatter anyone.
+  long-lived pods' population reach its level (lifetimes are capped at ``max_life``; the warm-up is
+  that cap by default, at most half the span), so an empty cluster's first hours flatter no one.
 * **GPU allocation rate**: cards bound / cards in the cluster, sampled every minute; its mean
   over the window, and **at saturation**: the mean over the window's samples where the arrived
   workload is at least the cluster's capacity.

@@ -40,7 +40,12 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--rho", type=float, default=1.0, help="offered GPU load, share of the cluster's cards")
     ap.add_argument("--gang-share", type=float, default=0.2, help="share of the load in injected whole-node gangs")
     ap.add_argument("--max-life", type=float, default=None, help="lifetime cap, hours (default: p95 of the trace)")
-    ap.add_argument("--warmup", type=float, default=None, help="hours left out of the metrics (default: the cap)")
+    ap.add_argument(
+        "--warmup",
+        type=float,
+        default=None,
+        help="hours left out of the metrics (default: the cap, at most half the span)",
+    )
     ap.add_argument("--schedule-minutes", type=float, default=60.0, help="period of the scheduled run")
     ap.add_argument("--min-pending", type=float, default=300.0, help="whenPending minPendingSeconds")
     ap.add_argument(
@@ -144,6 +149,10 @@ NOTES = [
     "order; enqueue/overcommit, queues, preemption and pod start-up are not modelled",
     "an evicted pod is rebuilt at once, nominated to its planned node, and bound by allocate (there if it still "
     "fits); every job an eviction touches finishes restart_delay seconds later",
+    "runs are Execute runs: one at a time, none within cooldown_s of one that evicted pods, instantaneous",
+    "pending: a RepackPolicy whenPending over the whole-node jobs (the product's check, sidecar.repack.pending, "
+    "every check_s while no run is under way; the run plans at admission); drain: the same trigger, ffd_drain "
+    "over the nodes the job could use, cut where allocate starts it",
     "waits of jobs still waiting at the end count as end - arrival (lower bounds, 'still waiting')",
     "planner wall times are in timeline_timing.json (not deterministic), the rest of this file is",
 ]
